@@ -1,0 +1,58 @@
+# llama.cpp tokenizer conformance harness.
+#   make conformance   the main job: every pinned vocab, port vs llama.cpp, in parallel
+#   make test          the harness's own tests (fetches and builds the reference first)
+# Options: PORT="cmd --vocab {vocab}"  VOCABS="qwen2 llama-spm"  SOURCE=sdist|github|dir  LLAMA_CPP_DIR=...
+#          HYPOTHESIS_PROFILE=ci|conformance|thorough  JOBS=auto
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+JOBS   ?= auto
+SOURCE ?=
+SOURCE_FLAG := $(if $(SOURCE),--source $(SOURCE),)
+
+export LLAMA_CPP_DIR PORT VOCABS HYPOTHESIS_PROFILE
+
+.PHONY: all fetch reference test conformance sweep bench pin verify clean help
+
+all: test
+
+help:
+	@sed -n '1,8p' Makefile
+
+# The venv is created and the project installed on first use; reinstalled when pyproject changes.
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
+	$(PY) -m pip install --quiet --disable-pip-version-check -e .
+	touch $@
+
+fetch: $(STAMP)
+	$(PY) -m reference fetch $(SOURCE_FLAG)
+
+verify: $(STAMP)
+	$(PY) -m reference verify
+
+reference: fetch
+	$(PY) -m reference build $(SOURCE_FLAG)
+
+test: reference
+	LLAMA_CONFORMANCE_REQUIRE_REFERENCE=1 HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} \
+	  $(PY) -m pytest -n $(JOBS) -m "not slow" tests
+
+conformance: reference
+	mkdir -p reports
+	LLAMA_CONFORMANCE_REQUIRE_REFERENCE=1 HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-conformance} \
+	  $(PY) -m pytest -n $(JOBS) -p harness.conformance.plugin tests/conformance \
+	  --junitxml=reports/conformance-junit.xml
+
+sweep: reference
+	$(PY) tools/sweep.py $(VOCABS)
+
+pin: $(STAMP)
+	@test -n "$(REF)" || (echo "usage: make pin REF=<40-hex commit> SOURCE=github|dir [LLAMA_CPP_DIR=...]"; exit 2)
+	$(PY) -m reference pin $(REF) --source $(or $(SOURCE),github)
+
+clean:
+	rm -rf reports .pytest_cache .hypothesis

@@ -1,0 +1,82 @@
+"""One root for every error the harness raises on purpose.
+
+Each message says what was wrong, where (file, offset, key) and how to fix it.
+Nothing here is raised with ``assert``: bad input is a user's problem to fix,
+not a programming bug.
+
+>>> try:
+...     raise VocabError("tokenizer.ggml.tokens is missing in x.gguf")
+... except HarnessError as e:
+...     print(type(e).__name__)
+VocabError
+"""
+
+from __future__ import annotations
+
+
+class HarnessError(Exception):
+    """Root of every deliberate harness error."""
+
+
+class GGUFFormatError(HarnessError, ValueError):
+    """A GGUF file is truncated, corrupt or hostile.
+
+    Carries the path, the byte offset where reading failed, and the metadata
+    key being read (``None`` while reading the header).
+    """
+
+    def __init__(self, message: str, *, path: str | None = None,
+                 offset: int | None = None, key: str | None = None):
+        self.path, self.offset, self.key = path, offset, key
+        where = []
+        if path is not None:
+            where.append(str(path))
+        if offset is not None:
+            where.append(f"offset {offset}")
+        if key is not None:
+            where.append(f"key {key!r}")
+        prefix = ", ".join(where)
+        super().__init__(f"{prefix}: {message}" if prefix else message)
+
+
+class VocabError(HarnessError):
+    """GGUF metadata does not describe a tokenizer llama.cpp would load."""
+
+
+class UnsupportedPreTokenizer(VocabError):
+    """``tokenizer.ggml.pre`` names no pre-tokenizer llama.cpp knows at the pin."""
+
+    def __init__(self, name: str, known: list[str] | tuple[str, ...]):
+        self.name, self.known = name, tuple(sorted(known))
+        super().__init__(
+            f"unknown tokenizer.ggml.pre {name!r}: llama.cpp at the pinned commit "
+            f"would refuse to load this vocab. Known names: {', '.join(self.known)}")
+
+
+class IntegrityError(HarnessError):
+    """A fetched file does not match the hash recorded in the lock."""
+
+
+class ReferenceUnavailable(HarnessError):
+    """The llama.cpp reference (vocabs, llama-tokenize, libllama) is not built/fetched."""
+
+
+class ReferenceFailure(HarnessError):
+    """The reference crashed, hung or printed something unparseable.
+
+    Carries the reference's stderr so the failure can be diagnosed.
+    """
+
+    def __init__(self, message: str, *, stderr: str = ""):
+        self.stderr = stderr
+        tail = stderr.strip()[-2000:]
+        super().__init__(f"{message}\n--- stderr ---\n{tail}" if tail else message)
+
+
+class PortError(HarnessError):
+    """A port under test crashed, hung, or answered with something malformed."""
+
+    def __init__(self, message: str, *, stderr: str = ""):
+        self.stderr = stderr
+        tail = stderr.strip()[-2000:]
+        super().__init__(f"{message}\n--- port stderr ---\n{tail}" if tail else message)

@@ -1,0 +1,1 @@
+"""The pinned llama.cpp reference: lock, fetch, build, and adapters over llama.cpp."""

@@ -1,0 +1,162 @@
+"""Build the pinned ``llama-tokenize`` and ``libllama`` (``make reference``).
+
+The build directory is keyed by the pin, the CMake options, the compiler and
+the shim's source, so a second ``make reference`` with nothing changed returns
+in seconds, and changing any of them builds afresh beside the old one.
+The log goes to ``<build>/build.log``; on failure its tail is shown.
+
+``LLAMA_CONFORMANCE_BUILD=/path`` points the adapters at an existing build
+(with ``bin/llama-tokenize``, ``bin/libllama.so`` and ``libreference_shim.so``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.errors import HarnessError, ReferenceUnavailable
+
+from . import lock as _lock
+from .paths import cache_dir
+
+CMAKE_OPTIONS = (
+    ("CMAKE_BUILD_TYPE", "Release"),
+    ("BUILD_SHARED_LIBS", "ON"),
+    ("GGML_NATIVE", "OFF"),
+    ("LLAMA_CURL", "OFF"),
+    ("LLAMA_OPENSSL", "OFF"),
+    ("LLAMA_BUILD_TESTS", "OFF"),
+    ("LLAMA_BUILD_EXAMPLES", "OFF"),
+    ("LLAMA_BUILD_SERVER", "OFF"),
+    ("LLAMA_BUILD_APP", "OFF"),
+    ("LLAMA_BUILD_UI", "OFF"),
+    ("LLAMA_BUILD_TOOLS", "ON"),  # llama-tokenize lives in tools/
+)
+TARGETS = ("llama-tokenize", "llama")
+SHIM_SOURCE = Path(__file__).with_name("shim.cpp")
+_STAMP = "complete.json"
+
+
+@dataclass(frozen=True)
+class Artifacts:
+    """Paths of one build's outputs."""
+
+    build_dir: Path
+
+    @property
+    def llama_tokenize(self) -> Path:
+        return self.build_dir / "bin" / "llama-tokenize"
+
+    @property
+    def libllama(self) -> Path:
+        return self.build_dir / "bin" / "libllama.so"
+
+    @property
+    def shim(self) -> Path:
+        return self.build_dir / "libreference_shim.so"
+
+    def missing(self) -> list[Path]:
+        return [p for p in (self.llama_tokenize, self.libllama, self.shim) if not p.is_file()]
+
+
+def _compiler_id() -> str:
+    try:
+        out = subprocess.run(["c++", "--version"], capture_output=True, text=True, timeout=30)
+        return out.stdout.splitlines()[0] if out.stdout else "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def build_key(commit: str, source_tag: str = "pinned") -> str:
+    """A short hash naming the build directory: pin, options, compiler, shim."""
+    blob = json.dumps([commit, source_tag, CMAKE_OPTIONS, TARGETS, _compiler_id(),
+                       hashlib.sha256(SHIM_SOURCE.read_bytes()).hexdigest()])
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def _source_tag(source_dir: Path | None) -> str:
+    return "pinned" if source_dir is None else f"dir:{Path(source_dir).resolve()}"
+
+
+def artifacts(source_dir: Path | None = None) -> Artifacts:
+    """The completed build for the pin; ReferenceUnavailable (with the fix) if absent."""
+    explicit = os.environ.get("LLAMA_CONFORMANCE_BUILD")
+    if explicit:
+        arts = Artifacts(Path(explicit))
+    else:
+        key = build_key(_lock.load().commit, _source_tag(source_dir or _env_source_dir()))
+        arts = Artifacts(cache_dir() / "build" / key)
+        if not (arts.build_dir / _STAMP).is_file():
+            raise ReferenceUnavailable(
+                f"the llama.cpp reference is not built ({arts.build_dir}): run `make reference`")
+    return arts
+
+
+def require(path: Path) -> Path:
+    """``path`` if it exists, else ReferenceUnavailable with the fix."""
+    if not path.is_file():
+        raise ReferenceUnavailable(f"{path} is missing: run `make reference`")
+    return path
+
+
+def _env_source_dir() -> Path | None:
+    d = os.environ.get("LLAMA_CPP_DIR")
+    return Path(d) if d else None
+
+
+def build(source_dir: Path, *, pinned_tree: bool = True, jobs: int | None = None) -> Artifacts:
+    """Configure and build llama-tokenize + libllama + the shim; idempotent.
+
+    ``source_dir`` is the llama.cpp tree; ``pinned_tree`` says whether it is the
+    verified pinned tree (the sdist) or a user's checkout (keyed by its path).
+    """
+    lock = _lock.load()
+    key = build_key(lock.commit, "pinned" if pinned_tree else _source_tag(source_dir))
+    arts = Artifacts(cache_dir() / "build" / key)
+    stamp = arts.build_dir / _STAMP
+    if stamp.is_file() and not arts.missing():
+        print(f"reference: up to date ({arts.build_dir})", file=sys.stderr)
+        return arts
+    arts.build_dir.mkdir(parents=True, exist_ok=True)
+    log = arts.build_dir / "build.log"
+    jobs = jobs or os.cpu_count() or 2
+    configure = ["cmake", "-S", str(source_dir), "-B", str(arts.build_dir)]
+    configure += [f"-D{k}={v}" for k, v in CMAKE_OPTIONS]
+    compile_cmd = ["cmake", "--build", str(arts.build_dir), "-j", str(jobs), "--target", *TARGETS]
+    print(f"reference: building llama.cpp {lock.commit[:12]} in {arts.build_dir} "
+          f"(about 5-10 minutes on 2 cores; log: {log})", file=sys.stderr)
+    with open(log, "w") as fh:
+        for cmd in (configure, compile_cmd, _shim_command(source_dir, arts)):
+            _run_logged(cmd, fh, log)
+    stamp.write_text(json.dumps({"commit": lock.commit, "options": CMAKE_OPTIONS,
+                                 "source": str(source_dir)}, indent=2))
+    print(f"reference: built {arts.llama_tokenize}", file=sys.stderr)
+    return arts
+
+
+def _shim_command(source_dir: Path, arts: Artifacts) -> list[str]:
+    src = Path(source_dir)
+    return ["c++", "-std=c++17", "-O2", "-shared", "-fPIC",
+            "-I", str(src / "include"), "-I", str(src / "ggml" / "include"),
+            str(SHIM_SOURCE), "-o", str(arts.shim),
+            "-L", str(arts.libllama.parent), "-lllama", f"-Wl,-rpath,{arts.libllama.parent}"]
+
+
+def _run_logged(cmd: list[str], fh, log: Path) -> None:
+    fh.write(f"$ {' '.join(cmd)}\n")
+    fh.flush()
+    if shutil.which(cmd[0]) is None:
+        raise HarnessError(f"`{cmd[0]}` is not installed; the reference build needs cmake and a C++ "
+                           f"compiler (e.g. `apt-get install cmake g++`)")
+    proc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT)
+    if proc.returncode != 0:
+        fh.flush()
+        tail = "\n".join(log.read_text(errors="replace").splitlines()[-30:])
+        raise HarnessError(f"reference build step failed (exit {proc.returncode}): {' '.join(cmd[:3])} ...\n"
+                           f"{tail}\nfull log: {log}")

@@ -1,0 +1,153 @@
+"""llama.cpp in process: the fast oracle.
+
+libllama is loaded once per process through a tiny compiled shim
+(``reference/shim.cpp``) that exports only scalars and pointers, so no
+llama.cpp struct layout is copied into Python. Each vocab is loaded once per
+process with ``vocab_only``.
+
+>>> ref = InProcessReference.load(vocab_path("qwen2"))      # doctest: +SKIP
+>>> ref.encode("Hello world", add_special=False, parse_special=False)  # doctest: +SKIP
+[9707, 1879]
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from pathlib import Path
+
+from harness.errors import ReferenceFailure, ReferenceUnavailable
+
+from .build import artifacts, require
+
+_LIB = None
+_LIB_LOCK = threading.Lock()
+_INSTANCES: dict[str, "InProcessReference"] = {}
+
+
+def _declare(lib: ctypes.CDLL) -> None:
+    c = ctypes
+    sigs = {
+        "ref_init": (None, []),
+        "ref_take_log": (c.c_char_p, []),
+        "ref_last_error": (c.c_char_p, []),
+        "ref_exception_code": (c.c_int32, []),
+        "ref_load_vocab_only": (c.c_void_p, [c.c_char_p]),
+        "ref_free": (None, [c.c_void_p]),
+        "ref_vocab": (c.c_void_p, [c.c_void_p]),
+        "ref_n_vocab": (c.c_int32, [c.c_void_p]),
+        "ref_add_bos": (c.c_int, [c.c_void_p]),
+        "ref_add_eos": (c.c_int, [c.c_void_p]),
+        "ref_tokenize": (c.c_int32, [c.c_void_p, c.c_char_p, c.c_int32, c.POINTER(c.c_int32),
+                                     c.c_int32, c.c_int, c.c_int]),
+        "ref_detokenize": (c.c_int32, [c.c_void_p, c.POINTER(c.c_int32), c.c_int32,
+                                       c.c_char_p, c.c_int32, c.c_int, c.c_int]),
+        "ref_token_to_piece": (c.c_int32, [c.c_void_p, c.c_int32, c.c_char_p, c.c_int32,
+                                           c.c_int32, c.c_int]),
+    }
+    for name, (restype, argtypes) in sigs.items():
+        fn = getattr(lib, name)
+        fn.restype, fn.argtypes = restype, argtypes
+
+
+def library() -> ctypes.CDLL:
+    """The shim over libllama, loaded and initialised once per process."""
+    global _LIB
+    with _LIB_LOCK:
+        if _LIB is None:
+            shim = require(artifacts().shim)
+            try:
+                lib = ctypes.CDLL(str(shim))
+            except OSError as e:
+                raise ReferenceUnavailable(f"cannot load {shim}: {e}; rebuild with `make reference`") from e
+            _declare(lib)
+            lib.ref_init()
+            _LIB = lib
+        return _LIB
+
+
+class InProcessReference:
+    """llama.cpp's own tokenizer for one vocab, called through libllama."""
+
+    name = "llama.cpp"
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self._lib = library()
+        self._exception = self._lib.ref_exception_code()
+        self._lib.ref_take_log()
+        self._model = self._lib.ref_load_vocab_only(str(self.path).encode())
+        if not self._model:
+            log = self._lib.ref_take_log().decode(errors="replace")
+            err = self._lib.ref_last_error().decode(errors="replace")
+            raise ReferenceFailure(f"llama.cpp could not load {self.path} (vocab_only). {err}", stderr=log)
+        self._vocab = self._lib.ref_vocab(self._model)
+        self.n_vocab = int(self._lib.ref_n_vocab(self._vocab))
+        self.add_bos = bool(self._lib.ref_add_bos(self._vocab))
+        self.add_eos = bool(self._lib.ref_add_eos(self._vocab))
+        self._call_lock = threading.Lock()
+
+    @classmethod
+    def load(cls, path: Path | str) -> "InProcessReference":
+        """One instance per vocab file per process."""
+        key = str(Path(path).resolve())
+        if key not in _INSTANCES:
+            _INSTANCES[key] = cls(Path(path))
+        return _INSTANCES[key]
+
+    def _failed(self, what: str) -> ReferenceFailure:
+        err = self._lib.ref_last_error().decode(errors="replace")
+        log = self._lib.ref_take_log().decode(errors="replace")
+        return ReferenceFailure(f"llama.cpp {what} threw on {self.path.name}: {err}", stderr=log)
+
+    def encode(self, text: str | bytes, add_special: bool = False, parse_special: bool = False) -> list[int]:
+        """``llama_tokenize``; retries with a bigger buffer on a negative size."""
+        data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
+        cap = len(data) + 16
+        with self._call_lock:
+            for _ in range(3):
+                buf = (ctypes.c_int32 * cap)()
+                n = self._lib.ref_tokenize(self._vocab, data, len(data), buf, cap,
+                                           int(add_special), int(parse_special))
+                if n == self._exception:
+                    raise self._failed("llama_tokenize")
+                if n >= 0:
+                    return list(buf[:n])
+                if n == -(2 ** 31):
+                    raise ReferenceFailure("llama_tokenize overflowed int32")
+                cap = -n
+        raise ReferenceFailure(f"llama_tokenize kept asking for a bigger buffer on {self.path.name}")
+
+    def decode(self, ids, remove_special: bool = False, unparse_special: bool = False) -> bytes:
+        """``llama_detokenize``; bytes, lossless (may be invalid UTF-8)."""
+        ids = list(ids)
+        arr = (ctypes.c_int32 * max(len(ids), 1))(*ids)
+        cap = 16 + 8 * len(ids)
+        with self._call_lock:
+            for _ in range(3):
+                buf = ctypes.create_string_buffer(cap)
+                n = self._lib.ref_detokenize(self._vocab, arr, len(ids), buf, cap,
+                                             int(remove_special), int(unparse_special))
+                if n == self._exception:
+                    raise self._failed("llama_detokenize")
+                if n >= 0:
+                    return buf.raw[:n]
+                cap = -n + 1
+        raise ReferenceFailure(f"llama_detokenize kept asking for a bigger buffer on {self.path.name}")
+
+    def token_to_piece(self, id: int, special: bool = False) -> bytes:
+        """``llama_token_to_piece`` with lstrip=0."""
+        if not 0 <= id < self.n_vocab:
+            # llama.cpp indexes its tables unchecked here; refuse instead of crashing the process.
+            raise ReferenceFailure(f"token id {id} out of range [0, {self.n_vocab}) for {self.path.name}")
+        cap = 64
+        with self._call_lock:
+            for _ in range(3):
+                buf = ctypes.create_string_buffer(cap)
+                n = self._lib.ref_token_to_piece(self._vocab, id, buf, cap, 0, int(special))
+                if n == self._exception:
+                    raise self._failed("llama_token_to_piece")
+                if n >= 0:
+                    return buf.raw[:n]
+                cap = -n
+        raise ReferenceFailure(f"llama_token_to_piece kept asking for a bigger buffer on {self.path.name}")

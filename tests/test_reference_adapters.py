@@ -1,0 +1,93 @@
+"""Both reference adapters reproduce llama.cpp's own goldens and agree with each other.
+
+The .out files were made with add_special=False, parse_special=False
+(tests/test-tokenizer-0.cpp). The CLI can only express add_special as
+``add_bos(vocab) and not --no-bos`` (tools/tokenize/tokenize.cpp), so the
+agreement test asks the in-process side for exactly that.
+"""
+
+from __future__ import annotations
+
+import itertools
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from reference import vocabs
+
+FLAGS = list(itertools.product([False, True], repeat=2))
+GOLDEN = [n for n in vocabs.names() if vocabs.has_golden(n)]
+
+
+def test_pin_has_694_golden_cases_over_15_vocabs():
+    assert len(GOLDEN) == 15
+    assert sum(len(vocabs.golden_cases(n)) for n in GOLDEN) == 694
+
+
+@pytest.mark.parametrize("name", GOLDEN)
+def test_inproc_reproduces_golden(name, inproc):
+    ref = inproc(name)
+    bad = [(t, ids, got) for t, ids in vocabs.golden_cases(name)
+           if (got := ref.encode(t, add_special=False, parse_special=False)) != ids]
+    assert not bad, f"{len(bad)} golden mismatches, first: {bad[0]!r}"
+
+
+@pytest.mark.parametrize("name", GOLDEN)
+def test_cli_reproduces_golden(name, cli):
+    ref = cli(name)
+    cases = vocabs.golden_cases(name)
+    with ThreadPoolExecutor(4) as pool:  # each call is a process; overlap their vocab loads
+        got = list(pool.map(lambda c: ref.encode(c[0], add_special=False, parse_special=False), cases))
+    bad = [(t, ids, g) for (t, ids), g in zip(cases, got) if g != ids]
+    assert not bad, f"{len(bad)} golden mismatches, first: {bad[0]!r}"
+
+
+@pytest.mark.parametrize("name", vocabs.names())
+def test_adapters_agree_on_every_inp_text(name, inproc, cli):
+    fast, slow = inproc(name), cli(name)
+    texts = vocabs.all_inp_texts()
+    # add_special=True is only expressible through the CLI when the model's add_bos is true.
+    combos = sorted({(a and fast.add_bos, p) for a, p in FLAGS})
+    jobs = [(t, a, p) for t in texts for a, p in combos]
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda j: slow.encode(*j), jobs))
+    bad = [(j, g, fast.encode(*j)) for j, g in zip(jobs, got) if g != fast.encode(*j)]
+    assert not bad, f"{len(bad)} disagreements, first (text, add_special, parse_special): {bad[0]!r}"
+
+
+@pytest.mark.parametrize("name, ids", [
+    ("qwen2", [9707, 1879, 11, 432, 594, 220, 17, 15, 17, 21, 0]),
+    ("llama-bpe", [128000, 9906, 1917, 11, 433, 596, 220, 2366, 21, 0]),
+])
+def test_seed_facts(name, ids, inproc, cli):
+    text = "Hello world, it's 2026!"
+    assert inproc(name).encode(text, add_special=True, parse_special=True) == ids
+    assert cli(name).encode(text, add_special=True, parse_special=True) == ids
+
+
+def test_inproc_decode_and_piece_roundtrip(inproc):
+    ref = inproc("qwen2")
+    ids = ref.encode("Hello world", add_special=False, parse_special=False)
+    assert ref.decode(ids) == b"Hello world"
+    assert b"".join(ref.token_to_piece(i) for i in ids) == b"Hello world"
+    assert ref.n_vocab == 151936
+
+
+def test_inproc_handles_output_bigger_than_first_buffer(inproc):
+    # The adapter's first buffer holds len(bytes)+16 ids. nomic-bert-moe's charsmap expands
+    # U+FDFA (3 bytes) to a four-word phrase, so llama_tokenize must answer with a negative
+    # size and the adapter must retry with the size it asked for.
+    ref = inproc("nomic-bert-moe")
+    text = "\ufdfa" * 100
+    ids = ref.encode(text, add_special=True, parse_special=False)
+    assert len(ids) > len(text.encode()) + 16
+
+
+def test_inproc_refuses_out_of_range_id(inproc):
+    from harness.errors import ReferenceFailure
+
+    ref = inproc("qwen2")
+    with pytest.raises(ReferenceFailure, match="out of range"):
+        ref.token_to_piece(ref.n_vocab)
+    with pytest.raises(ReferenceFailure):
+        ref.decode([ref.n_vocab + 5])
