@@ -24,7 +24,6 @@ help:
 # The venv is created and the project installed on first use; reinstalled when pyproject changes.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
 	$(PY) -m pip install --quiet --disable-pip-version-check -e .
 	touch $@
 
@@ -49,6 +48,13 @@ conformance: reference
 
 sweep: reference
 	$(PY) tools/sweep.py $(VOCABS)
+
+$(VENV)/.bench: $(STAMP)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[bench]'
+	touch $@
+
+bench: reference $(VENV)/.bench
+	$(PY) -m harness bench
 
 pin: $(STAMP)
 	@test -n "$(REF)" || (echo "usage: make pin REF=<40-hex commit> SOURCE=github|dir [LLAMA_CPP_DIR=...]"; exit 2)

@@ -95,6 +95,12 @@ class InProcessReference:
             _INSTANCES[key] = cls(Path(path))
         return _INSTANCES[key]
 
+    def close(self) -> None:
+        """Free the model (instances from ``load`` are shared: do not close those)."""
+        if self._model:
+            self._lib.ref_free(self._model)
+            self._model = self._vocab = None
+
     def _failed(self, what: str) -> ReferenceFailure:
         err = self._lib.ref_last_error().decode(errors="replace")
         log = self._lib.ref_take_log().decode(errors="replace")

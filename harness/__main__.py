@@ -1,0 +1,31 @@
+"""``python -m harness serve|diff ...``
+
+* ``serve --vocab VOCAB``: the JSON-lines port server (the protocol other ports implement).
+* ``diff --vocab V --text T [--add-special] [--parse-special] [--port CMD]``: the
+  first-divergent-token diff of a port against llama.cpp for one text.
+* ``bench [--vocabs ...] [--repeat N]``: speed against llama.cpp (``make bench``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+COMMANDS = {
+    "serve": "harness.serve",
+    "diff": "harness.conformance.diffcmd",
+    "bench": "harness.bench",
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] not in COMMANDS:
+        print(__doc__.strip(), file=sys.stderr)
+        return 2
+    module = importlib.import_module(COMMANDS[argv[0]])
+    return module.main(argv[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,184 @@
+"""``make bench``: the harness tokenizer against llama.cpp, as ratios from one run.
+
+For each vocab it measures vocab load time, encode throughput (cold: a fresh
+tokenizer; warm: the same tokenizer again) and decode throughput, for the
+harness tokenizer and for llama.cpp in process, plus the load time of gguf-py's
+``GGUFReader`` when it is installed (``pip install .[bench]``). Each timing is
+repeated; min and median are kept, and ratios use the minima (these machines
+are noisy). Both sides get the same chunks of the fixed corpus
+(:mod:`harness.bench_corpus`), and the run also reports whether their ids were
+identical. The table is printed and written to ``reports/bench.json``.
+
+>>> ratio(2.0, 1.0)
+2.0
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from .bench_corpus import CORPUS_SHA256, chunks, corpus, sha256
+
+FLAGS = {"add_special": True, "parse_special": True}  # llama-tokenize's defaults
+
+
+def timed(fn, repeat: int) -> tuple[list[float], object]:
+    """Run ``fn`` ``repeat`` times; the wall times and the last result."""
+    times, result = [], None
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - t0)
+    return times, result
+
+
+def summary(times: list[float]) -> dict:
+    return {"min": min(times), "median": statistics.median(times), "n": len(times)}
+
+
+def ratio(ours: float, theirs: float) -> float:
+    """How many times faster ours is (for throughputs: ours/theirs)."""
+    return ours / theirs if theirs else float("inf")
+
+
+def _encode_all(tok, parts):
+    return [tok.encode(p, **FLAGS) for p in parts]
+
+
+def _decode_all(tok, id_lists):
+    return [tok.decode(ids) for ids in id_lists]
+
+
+def bench_llama(path: Path, parts: list[str], repeat: int) -> dict:
+    from reference.inproc import InProcessReference
+
+    def load():
+        ref = InProcessReference(path)
+        ref.close()
+    load_t, _ = timed(load, repeat)
+    ref = InProcessReference(path)
+    enc_t, ids = timed(lambda: _encode_all(ref, parts), repeat)
+    dec_t, _ = timed(lambda: _decode_all(ref, ids), repeat)
+    ref.close()
+    return {"load": summary(load_t), "encode": summary(enc_t), "decode": summary(dec_t), "ids": ids}
+
+
+def bench_harness(path: Path, parts: list[str], repeat: int) -> dict:
+    from .tokenizer import Tokenizer
+
+    load_t, _ = timed(lambda: Tokenizer.from_gguf(path), repeat)
+    cold, warm, ids = [], [], None
+    for _ in range(repeat):
+        tok = Tokenizer.from_gguf(path)
+        t, ids = timed(lambda: _encode_all(tok, parts), 1)
+        cold += t
+        t, _ = timed(lambda: _encode_all(tok, parts), 1)
+        warm += t
+    dec_t, _ = timed(lambda: _decode_all(tok, ids), repeat)
+    return {"load": summary(load_t), "encode_cold": summary(cold), "encode_warm": summary(warm),
+            "decode": summary(dec_t), "ids": ids}
+
+
+def bench_gguf_py(path: Path) -> dict | None:
+    try:
+        from gguf import GGUFReader
+    except ImportError:
+        return None
+    t, _ = timed(lambda: GGUFReader(str(path)), 1)  # seconds per file: once is enough
+    return {"load": summary(t)}
+
+
+def bench_vocab(name: str, parts: list[str], repeat: int) -> dict:
+    from reference.vocabs import vocab_path
+
+    path = vocab_path(name)
+    nbytes = sum(len(p.encode()) for p in parts)
+    ours, theirs = bench_harness(path, parts, repeat), bench_llama(path, parts, repeat)
+    ntok = sum(map(len, theirs["ids"]))
+    out_bytes = nbytes  # decode throughput is measured over the same text volume
+    row = {
+        "vocab": name, "bytes": nbytes, "tokens": ntok,
+        "ids_identical": ours["ids"] == theirs["ids"],
+        "load_s": {"harness": ours["load"], "llama.cpp": theirs["load"], "gguf-py": None},
+        "encode_MBps": {
+            "harness_cold": nbytes / ours["encode_cold"]["min"] / 1e6,
+            "harness_warm": nbytes / ours["encode_warm"]["min"] / 1e6,
+            "llama.cpp": nbytes / theirs["encode"]["min"] / 1e6},
+        "encode_tokens_per_s": {
+            "harness_cold": ntok / ours["encode_cold"]["min"],
+            "harness_warm": ntok / ours["encode_warm"]["min"],
+            "llama.cpp": ntok / theirs["encode"]["min"]},
+        "decode_MBps": {"harness": out_bytes / ours["decode"]["min"] / 1e6,
+                        "llama.cpp": out_bytes / theirs["decode"]["min"] / 1e6},
+        "timings": {"harness": {k: v for k, v in ours.items() if k != "ids"},
+                    "llama.cpp": {k: v for k, v in theirs.items() if k != "ids"}},
+    }
+    gg = bench_gguf_py(path)
+    if gg:
+        row["load_s"]["gguf-py"] = gg["load"]
+    row["ratios"] = {
+        "encode_cold": ratio(row["encode_MBps"]["harness_cold"], row["encode_MBps"]["llama.cpp"]),
+        "encode_warm": ratio(row["encode_MBps"]["harness_warm"], row["encode_MBps"]["llama.cpp"]),
+        "decode": ratio(row["decode_MBps"]["harness"], row["decode_MBps"]["llama.cpp"]),
+        "load": ours["load"]["min"] / theirs["load"]["min"],
+    }
+    return row
+
+
+def table(rows: list[dict]) -> str:
+    """Fixed-width text table; ratios > 1 mean the harness is faster (load: < 1 is faster)."""
+    head = (f"{'vocab':16} {'load ms ours/llama/gguf-py':>28} {'load x':>7} {'enc MB/s cold/warm/llama':>26} "
+            f"{'cold x':>7} {'warm x':>7} {'dec x':>7} {'same ids':>8}")
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        ld = r["load_s"]
+        gg = f"{ld['gguf-py']['min'] * 1e3:.0f}" if ld["gguf-py"] else "-"
+        e = r["encode_MBps"]
+        lines.append(
+            f"{r['vocab']:16} {ld['harness']['min'] * 1e3:>9.0f}/{ld['llama.cpp']['min'] * 1e3:.0f}/{gg:<8} "
+            f"{r['ratios']['load']:>7.2f} {e['harness_cold']:>8.2f}/{e['harness_warm']:.2f}/{e['llama.cpp']:<8.2f} "
+            f"{r['ratios']['encode_cold']:>7.2f} {r['ratios']['encode_warm']:>7.2f} {r['ratios']['decode']:>7.2f} "
+            f"{'yes' if r['ids_identical'] else 'NO':>8}")
+    return "\n".join(lines)
+
+
+def machine() -> dict:
+    return {"platform": platform.platform(), "python": platform.python_version(),
+            "cpus": os.cpu_count(), "processor": platform.processor() or platform.machine()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    from reference.vocabs import names
+
+    ap = argparse.ArgumentParser(prog="python -m harness bench")
+    ap.add_argument("--vocabs", nargs="*", default=None)
+    ap.add_argument("--repeat", type=int, default=int(os.environ.get("BENCH_REPEAT", "3")))
+    ap.add_argument("--bytes", type=int, default=None, help="corpus size (default: the pinned corpus)")
+    ap.add_argument("--out", default="reports/bench.json")
+    args = ap.parse_args(argv)
+    text = corpus(args.bytes) if args.bytes else corpus()
+    if not args.bytes and sha256(text) != CORPUS_SHA256:
+        print(f"error: generated corpus sha256 {sha256(text)} != pinned {CORPUS_SHA256}", file=sys.stderr)
+        return 2
+    parts = chunks(text)
+    wanted = args.vocabs or os.environ.get("VOCABS", "").split() or names()
+    rows = []
+    for name in wanted:
+        print(f"bench: {name} ...", file=sys.stderr, flush=True)
+        rows.append(bench_vocab(name, parts, args.repeat))
+    report = {"machine": machine(), "corpus": {"bytes": len(text.encode()), "sha256": sha256(text),
+                                               "chunks": len(parts)},
+              "flags": FLAGS, "repeat": args.repeat, "rows": rows}
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(report, indent=2))
+    print(table(rows))
+    print(f"\nmachine: {report['machine']}; corpus {report['corpus']['bytes']} bytes "
+          f"sha256 {report['corpus']['sha256'][:16]}...; written to {args.out}")
+    return 0
