@@ -14,7 +14,7 @@ SOURCE_FLAG := $(if $(SOURCE),--source $(SOURCE),)
 
 export LLAMA_CPP_DIR PORT VOCABS HYPOTHESIS_PROFILE
 
-.PHONY: all fetch reference test conformance sweep bench pin verify clean help
+.PHONY: all fetch reference test conformance sweep bench scoreboard pin verify clean help
 
 all: test
 
@@ -43,11 +43,11 @@ test: reference
 conformance: reference
 	mkdir -p reports
 	LLAMA_CONFORMANCE_REQUIRE_REFERENCE=1 HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-conformance} \
-	  $(PY) -m pytest -n $(JOBS) -p harness.conformance.plugin tests/conformance \
+	  $(PY) -m pytest -n $(JOBS) --dist loadgroup -p harness.conformance.plugin tests/conformance \
 	  --junitxml=reports/conformance-junit.xml
 
 sweep: reference
-	$(PY) tools/sweep.py $(VOCABS)
+	$(PY) tools/sweep.py --via session $(VOCABS)
 
 $(VENV)/.bench: $(STAMP)
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[bench]'
@@ -55,6 +55,14 @@ $(VENV)/.bench: $(STAMP)
 
 bench: reference $(VENV)/.bench
 	$(PY) -m harness bench
+
+# The ports extra compiles llama-cpp-python (about 10 minutes on 2 cores, once).
+$(VENV)/.ports: $(STAMP)
+	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(PY) -m pip install --quiet --disable-pip-version-check -e '.[ports]'
+	touch $@
+
+scoreboard: reference $(VENV)/.ports
+	$(PY) -m harness.scoreboard --out reports --jobs $(JOBS)
 
 pin: $(STAMP)
 	@test -n "$(REF)" || (echo "usage: make pin REF=<40-hex commit> SOURCE=github|dir [LLAMA_CPP_DIR=...]"; exit 2)

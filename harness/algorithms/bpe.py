@@ -1,0 +1,221 @@
+"""llama.cpp's BPE session (llm_tokenizer_bpe_session::tokenize, src/llama-vocab.cpp).
+
+Per raw-text fragment: decode to code points (invalid bytes -> U+FFFD), split
+into words with the pre type's regexes (harness.pretokenize), GPT-2
+byte-encode each word unless the pre type works on raw UTF-8 (GEMMA4,
+SARVAM_MOE, WHITESPACE), then merge inside each word:
+
+- ``ignore_merges``: a word that is itself a token is one symbol;
+  GEMMA4: a word made only of ``\\n`` that is a token is one symbol.
+- Otherwise symbols are the word's UTF-8 chars. Adjacent pairs with a merge
+  rank go into a queue: lowest rank first, ties to the leftmost pair. A
+  popped pair whose sides changed since it was queued is skipped (detected by
+  comparing texts, as llama.cpp does). Merges never cross word boundaries.
+- Each final symbol becomes its token; a symbol that is not a token falls
+  back to one lookup per byte (the raw 1-byte string when byte-encoding, else
+  ``<0xXX>``), and bytes without a token are silently dropped: BPE never
+  emits UNK.
+
+Models ``hybriddna`` (DNA k-mers inside ``<dna>...</dna>``) and
+``whitespace`` (split on whitespace, optional lowercase, BPE per piece) wrap
+this session as llama.cpp does.
+
+>>> from harness.vocab import Vocab                                   # doctest: +SKIP
+>>> Session(Vocab.from_gguf("vocabs/ggml-vocab-gpt-2.gguf")).tokenize(b"Hello world")  # doctest: +SKIP
+[15496, 995]
+"""
+
+from __future__ import annotations
+
+import heapq
+
+from harness import unicode as U
+from harness.errors import HarnessError
+from harness.pretokenize import byte_encodes, split_words
+
+_LEN_BY_NIBBLE = (1,) * 12 + (2, 2, 3, 4)  # unicode_len_utf8: lead byte's high nibble
+_DNA_OPEN, _DNA_CLOSE, _DNA_OOV = b"<dna>", b"</dna>", b"<oov>"
+_DNA_MARKER = "\ue000".encode()  # k-mer texts carry U+E000 in token_to_id
+_DNA_K = 6
+_CACHE_MAX = 200_000
+
+
+class LlamaAbort(HarnessError):
+    """Input on which llama.cpp would hit a GGML_ASSERT (abort the process), not return ids."""
+
+
+def utf8_symbols(word: bytes) -> list[bytes]:
+    """Split a word into symbols by unicode_len_utf8 of each lead byte (clipped at the end).
+
+    No validation, like llama.cpp: a stray continuation byte is its own symbol.
+
+    >>> utf8_symbols("aé€".encode()), utf8_symbols(b"\\xe2\\x82")
+    ([b'a', b'\\xc3\\xa9', b'\\xe2\\x82\\xac'], [b'\\xe2\\x82'])
+    """
+    out, i = [], 0
+    while i < len(word):
+        n = _LEN_BY_NIBBLE[word[i] >> 4]
+        out.append(word[i:i + n])
+        i += n
+    return out
+
+
+def merge_word(symbols: list[bytes], ranks: dict[tuple[bytes, bytes], int]) -> list[bytes]:
+    """The rank queue over one word's symbols; returns the final symbols in order.
+
+    >>> merge_word([b"a", b"b", b"c"], {(b"b", b"c"): 0, (b"a", b"b"): 1, (b"a", b"bc"): 2})
+    [b'abc']
+    >>> merge_word([b"a", b"a", b"a"], {(b"a", b"a"): 0})   # tie -> leftmost pair first
+    [b'aa', b'a']
+    """
+    sym = list(symbols)
+    prev = list(range(-1, len(sym) - 1))
+    nxt = list(range(1, len(sym) + 1))
+    nxt[-1:] = [-1] if sym else []
+    queue: list[tuple[int, int, int, bytes]] = []
+
+    def push(left: int, right: int) -> None:
+        if left == -1 or right == -1:
+            return
+        rank = ranks.get((sym[left], sym[right]))
+        if rank is not None:
+            # llm_bigram_bpe::comparator: lowest rank, then lowest left index
+            heapq.heappush(queue, (rank, left, right, sym[left] + sym[right]))
+
+    for i in range(1, len(sym)):
+        push(i - 1, i)
+    while queue:
+        _, left, right, text = heapq.heappop(queue)
+        if not sym[left] or not sym[right] or sym[left] + sym[right] != text:
+            continue  # outdated bigram: one side changed (or is gone) since it was queued
+        sym[left], sym[right] = text, b""
+        nxt[left] = nxt[right]
+        if nxt[right] >= 0:
+            prev[nxt[right]] = left
+        push(prev[left], left)
+        push(left, nxt[left])
+    return [s for s in sym if s]
+
+
+class Session:
+    """One BPE tokenizer for a Vocab (vocab_type 'bpe': models gpt2, gemma4, hybriddna, whitespace)."""
+
+    def __init__(self, vocab):
+        if vocab.vocab_type != "bpe":
+            raise HarnessError(f"bpe.Session needs a BPE vocab, got vocab_type {vocab.vocab_type!r} "
+                               f"({vocab.path}): use harness.tokenizer.Tokenizer, which picks the algorithm")
+        self.vocab = vocab
+        self.pre_type = vocab.pre_type
+        self.byte_encode = byte_encodes(vocab.pre_type)
+        self._t2i = vocab.token_to_id
+        self._ranks = vocab.merge_ranks
+        self._cache: dict[bytes, tuple[int, ...]] = {}
+
+    # --- the plain BPE session -------------------------------------------
+
+    def tokenize(self, text: bytes) -> list[int]:
+        """Token ids for one raw-text fragment, as the model's llama.cpp session produces them."""
+        model = self.vocab.model
+        if model == "hybriddna":
+            return self._tokenize_dna(text)
+        if model == "whitespace":
+            return self._tokenize_whitespace(text)
+        return self.tokenize_bpe(text)
+
+    def tokenize_bpe(self, text: bytes) -> list[int]:
+        """llm_tokenizer_bpe_session::tokenize (with a bounded per-word cache)."""
+        out: list[int] = []
+        for word in self.words(text):
+            ids = self._cache.get(word)
+            if ids is None:
+                ids = tuple(self.word_ids(word))
+                if len(self._cache) >= _CACHE_MAX:
+                    self._cache.clear()
+                self._cache[word] = ids
+            out.extend(ids)
+        return out
+
+    def words(self, text: bytes) -> list[bytes]:
+        """The words as llama.cpp's unicode_regex_split returns them (byte-encoded if it does)."""
+        words = split_words(self.pre_type, U.text_from_utf8(text))
+        if self.byte_encode:
+            return [U.byte_encode(w).encode("utf-8") for w in words]
+        return [U.cpts_to_utf8(w) for w in words]
+
+    def word_ids(self, word: bytes) -> list[int]:
+        """The reference loop for one word: symbols, merges, then ids with byte fallback."""
+        t2i = self._t2i
+        whole = (self.vocab.ignore_merges or (self.pre_type == "GEMMA4" and not word.strip(b"\n")))
+        if whole and word in t2i:
+            symbols = [word]
+        else:
+            symbols = utf8_symbols(word)
+            if len(symbols) > 1 and b" " in word:
+                raise LlamaAbort(
+                    f"word {word!r} has a space inside a multi-symbol BPE word: llama.cpp's "
+                    "find_bpe_rank hits GGML_ASSERT(token_left.find(' ') == npos) and aborts "
+                    f"(pre_type {self.pre_type}, byte_encode {self.byte_encode})")
+            symbols = merge_word(symbols, self._ranks)
+        out: list[int] = []
+        for s in symbols:
+            tid = t2i.get(s)
+            if tid is not None:
+                out.append(tid)
+                continue
+            for b in s:  # byte fallback; a byte without a token is dropped (no UNK)
+                key = bytes((b,)) if self.byte_encode else b"<0x%02X>" % b
+                tid = t2i.get(key)
+                if tid is not None:
+                    out.append(tid)
+        return out
+
+    # --- model 'whitespace' (llm_tokenizer_whitespace_session) -------------
+
+    def _tokenize_whitespace(self, text: bytes) -> list[int]:
+        lower = self.vocab.lowercase
+        out: list[int] = []
+        segment: list[bytes] = []
+        for cp in U.cpts_from_utf8(text):
+            if U.is_whitespace(cp):  # whitespace only separates; it is dropped
+                if segment:
+                    out += self.tokenize_bpe(b"".join(segment))
+                    segment = []
+            else:
+                segment.append(U.cpt_to_utf8(U.to_lower(cp) if lower else cp))
+        if segment:
+            out += self.tokenize_bpe(b"".join(segment))
+        return out
+
+    # --- model 'hybriddna' (llm_tokenizer_hybriddna_session) ---------------
+
+    def _tokenize_dna(self, text: bytes) -> list[int]:
+        t2i = self._t2i
+        open_id, close_id, oov_id = (t2i.get(_DNA_OPEN), t2i.get(_DNA_CLOSE), t2i.get(_DNA_OOV))
+        if open_id is None or close_id is None or oov_id is None:
+            return self.tokenize_bpe(text)  # llama.cpp falls back to plain BPE
+        out: list[int] = []
+        pos = 0
+        while pos < len(text):
+            start = text.find(_DNA_OPEN, pos)
+            if start < 0:
+                out += self.tokenize_bpe(text[pos:])
+                break
+            if start > pos:
+                out += self.tokenize_bpe(text[pos:start])
+            out.append(open_id)
+            content = start + len(_DNA_OPEN)
+            end = text.find(_DNA_CLOSE, content)
+            out += self._dna_kmers(text[content:end if end >= 0 else len(text)], oov_id)
+            if end < 0:
+                break
+            out.append(close_id)
+            pos = end + len(_DNA_CLOSE)
+        return out
+
+    def _dna_kmers(self, raw: bytes, oov_id: int) -> list[int]:
+        """k=6 k-mers of the ASCII-uppercased bytes; the tail padded with 'A'; unknown -> <oov>."""
+        seq = bytes(b - 32 if 0x61 <= b <= 0x7A else b for b in raw)
+        kmers = [seq[i:i + _DNA_K] for i in range(0, len(seq), _DNA_K)]
+        if kmers and len(kmers[-1]) < _DNA_K:
+            kmers[-1] = kmers[-1] + b"A" * (_DNA_K - len(kmers[-1]))
+        return [self._t2i.get(k + _DNA_MARKER, oov_id) for k in kmers]
