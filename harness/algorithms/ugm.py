@@ -1,0 +1,357 @@
+"""UGM (SentencePiece unigram) session: ``llm_tokenizer_ugm[_session]`` (V:880-1240).
+
+The input is the raw fragment bytes. Steps, as llama.cpp runs them:
+
+1. ``normalize``: walk the input by ``normalize_prefix``: the longest path in
+   the trie of USER_DEFINED texts passes through verbatim (llama.cpp counts
+   the deepest trie *node*, even where no token ends); else the longest match
+   in ``precompiled_charsmap`` (class ``Charsmap``) is replaced; else one
+   valid UTF-8 sequence (overlong and > U+10FFFF accepted) passes; else one
+   byte becomes U+FFFD. Spaces in the output become ``▁``
+   (if ``escape_whitespaces``) unless ``remove_extra_whitespaces``, which
+   drops them and puts one ``▁`` before every non-space run instead;
+   ``add_space_prefix`` puts one before the first run.
+2. Viterbi over the normalized bytes, stepping by ``unicode_len_utf8``:
+   tokens are NORMAL / USER_DEFINED / UNUSED texts; score is a double sum of
+   float32 scores (0.0 for USER_DEFINED); a candidate replaces the best only
+   if strictly greater. A code point no single token covers exactly also
+   gets an unk candidate scored ``min(NORMAL scores) - 10`` (float32).
+3. Backtrack from the end; runs of unk collapse to one.
+
+>>> from types import SimpleNamespace
+>>> toks = [b"<unk>", "▁a".encode(), b"b", "▁".encode(), b"a"]
+>>> v = SimpleNamespace(tokens=tuple(toks), scores=[0.0, -1.0, -2.0, -3.0, -4.0],
+...                     attrs=(1, 4, 4, 4, 4), unk=0, precompiled_charsmap=b"",
+...                     escape_whitespaces=True, add_space_prefix=True,
+...                     remove_extra_whitespaces=True)
+>>> Session(v).tokenize(b"  ab  \\xc3\\xa9\\xff")  # -> '▁ab▁é\\ufffd'
+[1, 2, 3, 0]
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+
+import numpy as np
+
+from harness.algorithms.spm import UTF8_LEN
+from harness.errors import VocabError
+
+ATTR_NORMAL, ATTR_USER_DEFINED, ATTR_UNUSED = 4, 16, 2
+LLAMA_TOKEN_NULL = -1
+ESCAPED_SPACE = b"\xe2\x96\x81"
+REPLACEMENT = b"\xef\xbf\xbd"
+_FLT_MAX = float(np.finfo(np.float32).max)
+_DBL_MAX = float(np.finfo(np.float64).max)
+
+
+class Charsmap:
+    """The XCDA (XOR-compressed compact double array) of ``precompiled_charsmap``.
+
+    Layout (V:888-906): u32 LE ``blob_size``, then ``blob_size`` bytes of u32 LE
+    nodes, then NUL-terminated replacement strings. Node bits: BASE 10-30
+    (shifted left by 8 when bit 9 is set), LEAF bit 8, LCHECK 0-7 with bit 31
+    (value nodes) keeping LCHECK from matching any byte.
+
+    Every read is bounds-checked: where llama.cpp throws (index past the
+    array, a replacement offset past the end, an unterminated string) this
+    raises VocabError at the same moment, i.e. during tokenize.
+
+    >>> Charsmap(b"").match(b"x", 0) is None
+    True
+    """
+
+    def __init__(self, blob: bytes) -> None:
+        self.nodes: list[int] = []
+        self.replacements = b""
+        if not blob:
+            return
+        if len(blob) < 4:
+            raise VocabError(f"precompiled_charsmap is {len(blob)} bytes, too small for its "
+                             "u32 XCDA size header; llama.cpp refuses to load it. Re-export "
+                             "the vocab with the tokenizer's real charsmap.")
+        (size,) = struct.unpack_from("<I", blob, 0)
+        if size + 4 >= len(blob):
+            raise VocabError(f"precompiled_charsmap: XCDA blob size {size} + 4 is not below the "
+                             f"charsmap length {len(blob)}; llama.cpp refuses to load it "
+                             "('Index out of array bounds in precompiled charsmap!').")
+        self.nodes = np.frombuffer(blob, dtype="<u4", count=size // 4, offset=4).tolist()
+        self.replacements = blob[4 + size:]
+
+    def may_start(self, c: int) -> bool:
+        """False only when the root surely has no child for byte ``c`` (no key starts with it).
+
+        >>> Charsmap(b"").may_start(0x61)
+        False
+        """
+        if not self.nodes:
+            return False
+        root = self.nodes[0]
+        index = ((root >> 10) << ((root & 0x200) >> 6)) ^ c
+        # past the end: llama.cpp would throw there, so leave it to match() to raise
+        return index >= len(self.nodes) or self.nodes[index] & 0x800000FF == c
+
+    def _past_end(self, index: int) -> VocabError:
+        return VocabError(f"precompiled_charsmap: XCDA node index {index} is past the "
+                          f"{len(self.nodes)}-entry array; llama.cpp throws 'Index out of "
+                          "array bounds in XCDA array!' here. The charsmap is corrupt.")
+
+    def match(self, text: bytes, offset: int) -> tuple[int, bytes] | None:
+        """(bytes consumed, replacement) for the longest key at ``text[offset:]``, or None.
+
+        A NUL byte in the input ends the walk (llama.cpp's keys are C strings).
+        Indices are never negative (XOR of non-negatives), so an IndexError can
+        only mean "past the end", which becomes the VocabError llama.cpp throws.
+        """
+        nodes = self.nodes
+        if not nodes:
+            return None
+        longest, value = 0, 0
+        root = nodes[0]
+        index = (root >> 10) << ((root & 0x200) >> 6)  # BASE of the root
+        for pos in range(offset, len(text)):
+            c = text[pos]
+            if c == 0:
+                break
+            index ^= c
+            try:
+                node = nodes[index]
+            except IndexError:
+                raise self._past_end(index) from None
+            if node & 0x800000FF != c:  # LCHECK (bit 31 kept so value nodes never match)
+                break
+            index ^= (node >> 10) << ((node & 0x200) >> 6)  # BASE
+            if node & 0x100:  # LEAF: BASE points at the node holding the replacement offset
+                longest = pos - offset + 1
+                try:
+                    value = nodes[index] & 0x7FFFFFFF
+                except IndexError:
+                    raise self._past_end(index) from None
+        if longest == 0:
+            return None
+        return longest, self._replacement(value)
+
+    def _replacement(self, start: int) -> bytes:
+        reps = self.replacements
+        if start >= len(reps):
+            raise VocabError(f"precompiled_charsmap: replacement offset {start} is past the "
+                             f"{len(reps)} replacement bytes; llama.cpp throws here.")
+        end = reps.find(b"\x00", start)
+        if end < 0:
+            raise VocabError(f"precompiled_charsmap: replacement at offset {start} has no NUL "
+                             "terminator; llama.cpp throws 'Unterminated string'.")
+        return reps[start:end]
+
+
+def utf8_sequence_len(text: bytes, offset: int) -> int:
+    """Length of the UTF-8 sequence ``unicode_cpt_from_utf8`` accepts at ``offset``, or 0.
+
+    Only lead/continuation bit patterns are checked (overlong, surrogates and
+    F0-F7 leads above U+10FFFF pass), exactly as llama.cpp does.
+
+    >>> utf8_sequence_len(b"\\xc3\\xa9", 0), utf8_sequence_len(b"\\xc3x", 0), utf8_sequence_len(b"\\xf8", 0)
+    (2, 0, 0)
+    """
+    lead = text[offset]
+    if lead < 0x80:
+        return 1
+    if lead < 0xC0:
+        return 0
+    n = 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4 if lead < 0xF8 else 0
+    if n == 0 or offset + n > len(text):
+        return 0
+    for k in range(1, n):
+        if text[offset + k] & 0xC0 != 0x80:
+            return 0
+    return n
+
+
+class Session:
+    """Tokenizes one UGM fragment. Build once per vocab (tries, charsmap)."""
+
+    def __init__(self, vocab) -> None:
+        self._unk = LLAMA_TOKEN_NULL if vocab.unk is None else vocab.unk
+        self._space = ESCAPED_SPACE if vocab.escape_whitespaces else b" "
+        self._prepend = bool(vocab.add_space_prefix)  # treat_whitespace_as_suffix is always false
+        self._merge = bool(vocab.remove_extra_whitespaces)
+        self._charsmap = Charsmap(bytes(vocab.precompiled_charsmap))
+        attrs = np.asarray(vocab.attrs, dtype=np.int64)
+        scores = np.asarray(vocab.scores, dtype=np.float32)[:len(attrs)]
+        in_trie = np.flatnonzero(attrs & (ATTR_NORMAL | ATTR_USER_DEFINED | ATTR_UNUSED)).tolist()
+        user = set(np.flatnonzero(attrs & ATTR_USER_DEFINED).tolist())
+        tokens = vocab.tokens
+        # llama.cpp's token_matcher trie, as two hash tables: text -> id, and every proper
+        # prefix of a text (a trie node with children). Later ids win on equal texts, as
+        # naive_trie::insert overwrites (texts are unique after load anyway).
+        self._ids: dict[bytes, int] = {tokens[i]: i for i in in_trie}
+        self._inner: set[bytes] = {tokens[i][:k] for i in in_trie for k in range(1, len(tokens[i]))}
+        # Viterbi score per id; double, 0.0 for USER_DEFINED (V:1012).
+        as_double = scores.tolist()  # float32 -> Python float, exactly
+        self._score = {i: 0.0 if i in user else as_double[i] for i in in_trie}
+        # The user-defined trie only answers "how deep can the input walk": every prefix.
+        self._user_nodes: set[bytes] = {tokens[i][:k] for i in user for k in range(1, len(tokens[i]) + 1)}
+        self._user_max = max((len(tokens[i]) for i in user), default=0)
+        self._unk_score = float(_unknown_score(scores[attrs & ATTR_NORMAL != 0]))
+        self._plain_run = self._plain_pattern({tokens[i][0] for i in user})
+
+    def _plain_pattern(self, user_first: set[int]) -> re.Pattern | None:
+        """Runs of ASCII bytes normalize_prefix passes through one by one unchanged:
+        no USER_DEFINED text starts with them, no charsmap key does (NUL never
+        reaches the charsmap), and not the space, which the space rules handle."""
+        plain = [c for c in range(0x80) if c != 0x20 and c not in user_first
+                 and (c == 0 or not self._charsmap.may_start(c))]
+        if not plain:
+            return None
+        return re.compile(b"[" + b"".join(re.escape(bytes([c])) for c in plain) + b"]+")
+
+    def tokenize(self, text: bytes) -> list[int]:
+        """Ids for one raw fragment.
+
+        >>> from types import SimpleNamespace
+        >>> v = SimpleNamespace(tokens=(b"<unk>", b"a"), scores=[0.0, -1.0], attrs=(1, 4), unk=0,
+        ...     precompiled_charsmap=b"", escape_whitespaces=True, add_space_prefix=False,
+        ...     remove_extra_whitespaces=False)
+        >>> Session(v).tokenize(b"aa xyz")  # ' ', 'x', 'y', 'z' are unk: one unk for the run
+        [1, 1, 0]
+        """
+        norm = self.normalize(text)
+        if not norm:
+            return []
+        return self._viterbi(norm)
+
+    def normalize(self, text: bytes) -> bytes:
+        """The normalized string llama.cpp's Viterbi runs on.
+
+        >>> from types import SimpleNamespace
+        >>> v = SimpleNamespace(tokens=(), scores=[], attrs=(), unk=None, precompiled_charsmap=b"",
+        ...     escape_whitespaces=True, add_space_prefix=True, remove_extra_whitespaces=False)
+        >>> Session(v).normalize(b"a  b ").decode()
+        '▁a▁▁b▁'
+        """
+        out = bytearray()
+        space, prepend, merge = self._space, self._prepend, self._merge
+        prepended = in_word = False
+        offset, n = 0, len(text)
+        plain_run = self._plain_run
+        while offset < n:
+            run = plain_run.match(text, offset) if plain_run is not None else None
+            if run is not None:  # fast path: bytes normalize_prefix would pass one by one
+                if not in_word:
+                    in_word = True
+                    if (prepend and not prepended) or merge:
+                        out += space
+                        prepended = True
+                offset = run.end()
+                out += run.group()
+                continue
+            chunk, consumed = self._normalize_prefix(text, offset)
+            for c in chunk:
+                if c != 0x20:
+                    if not in_word:
+                        in_word = True
+                        if (prepend and not prepended) or merge:
+                            out += space
+                            prepended = True
+                    out.append(c)
+                else:
+                    in_word = False
+                    if not merge:
+                        out += space
+            offset += consumed
+        return bytes(out)
+
+    def _normalize_prefix(self, text: bytes, offset: int) -> tuple[bytes, int]:
+        """(normalized bytes, input bytes consumed) at ``offset``: V:1155."""
+        user = self._user_path(text, offset)
+        if user > 0:
+            return text[offset:offset + user], user
+        hit = self._charsmap.match(text, offset)
+        if hit is not None:
+            consumed, replacement = hit
+            return replacement, consumed
+        n = utf8_sequence_len(text, offset)
+        if n:
+            return text[offset:offset + n], n
+        return REPLACEMENT, 1
+
+    def _user_path(self, text: bytes, offset: int) -> int:
+        """``naive_trie::get_longest_prefix`` on the USER_DEFINED texts: the deepest trie
+        node the input reaches, whether or not a token ends there (a llama.cpp quirk:
+        with ``<abc>`` user-defined, ``<ab`` passes unnormalized)."""
+        nodes = self._user_nodes
+        if not nodes:
+            return 0
+        depth = 0
+        limit = min(self._user_max, len(text) - offset)
+        while depth < limit and text[offset:offset + depth + 1] in nodes:
+            depth += 1
+        return depth
+
+    def _viterbi(self, norm: bytes) -> list[int]:
+        n = len(norm)
+        unk, unk_score, scores = self._unk, self._unk_score, self._score
+        best_id = [unk] * (n + 1)
+        best_from = [0] * (n + 1)
+        best = [-_DBL_MAX] * (n + 1)
+        best[0] = 0.0
+        ids, inner = self._ids, self._inner
+        i = 0
+        while i < n:
+            width = min(UTF8_LEN[norm[i]], n - i)
+            base = best[i]
+            single = False
+            # Walk the token trie: every prefix of norm[i:] that is a token is a
+            # candidate; stop when the prefix is no longer inside any token.
+            for p in range(i + 1, n + 1):
+                piece = norm[i:p]
+                tid = ids.get(piece)
+                if tid is not None:
+                    if p - i == width:
+                        single = True
+                    challenger = base + scores[tid]
+                    if challenger > best[p]:
+                        best[p], best_id[p], best_from[p] = challenger, tid, i
+                if piece not in inner:
+                    break
+            if not single:
+                challenger = base + unk_score
+                p = i + width
+                if challenger > best[p]:
+                    best[p], best_id[p], best_from[p] = challenger, unk, i
+            i += width
+        return _backtrack(best_id, best_from, n, unk)
+
+
+def _unknown_score(normal_scores: np.ndarray) -> np.float32:
+    """``min_score - 10.0f`` in float32; min over NORMAL scores as ``std::min`` folds it
+    from FLT_MAX (a NaN never wins a ``<``, so NaNs are skipped).
+
+    >>> float(_unknown_score(np.array([-3.5, np.nan, -1.0], np.float32)))
+    -13.5
+    """
+    finite = normal_scores[~np.isnan(normal_scores)]
+    min_score = np.float32(_FLT_MAX) if finite.size == 0 else min(np.float32(_FLT_MAX), finite.min())
+    return np.float32(min_score - np.float32(10.0))
+
+
+def _backtrack(best_id: list[int], best_from: list[int], n: int, unk: int) -> list[int]:
+    """Walk back from ``n``; consecutive unk ids collapse to one.
+
+    >>> _backtrack([0, 9, 0, 0], [0, 0, 1, 2], 3, unk=0)
+    [9, 0]
+    """
+    out: list[int] = []
+    prev_unknown = False
+    pos = n
+    while True:
+        tid = best_id[pos]
+        is_unknown = tid == unk
+        if not (prev_unknown and is_unknown):
+            out.append(tid)
+        if best_from[pos] == 0:
+            break
+        prev_unknown = is_unknown
+        pos = best_from[pos]
+    out.reverse()
+    return out

@@ -1,0 +1,160 @@
+"""WPM (BERT WordPiece) session: ``llm_tokenizer_wpm_session`` (V:768-880).
+
+The input is the raw fragment bytes. llama.cpp, and so this module:
+
+1. ``preprocess``: decode to code points (each invalid byte -> U+FFFD); if
+   ``strip_accents``, replace every code point by the *first* code point of its
+   NFD (``unicode_cpts_normalize_nfd``, so ``한`` -> ``ᄒ`` alone); then per code
+   point, with llama.cpp's own Unicode 15.1 flags:
+   whitespace ends the word; NUL, U+FFFD and CONTROL are dropped; with
+   ``strip_accents`` ACCENT_MARK is dropped; the code point is lowercased
+   (``unicode_tolower``) if ``lowercase``; PUNCTUATION, ASCII SYMBOL and
+   ``is_chinese_char`` become one-code-point words; anything else extends the
+   current word.
+2. Each word gets the prefix ``▁`` and is matched greedily, longest **byte**
+   substring first (lengths up to ``max_token_len + 1``, so a match may split
+   a UTF-8 sequence); if some position matches nothing, the word's ids are
+   discarded and one ``unk`` is emitted instead.
+
+>>> from types import SimpleNamespace
+>>> toks = [b"[UNK]", "▁hello".encode(), b"!", "▁!".encode(), "▁r".encode(), b"esume"]
+>>> v = SimpleNamespace(tokens=tuple(toks), token_to_id={t: i for i, t in enumerate(toks)},
+...                     unk=0, max_token_len=7, lowercase=True, strip_accents=True)
+>>> Session(v).tokenize("Hello! Résumé ¿".encode())
+[1, 3, 4, 5, 0]
+"""
+
+from __future__ import annotations
+
+from harness import unicode as U
+
+LLAMA_TOKEN_NULL = -1  # what llama.cpp emits for a NULL special id (no unk in the vocab)
+SPACE_PREFIX = b"\xe2\x96\x81"  # ▁ U+2581, the "phantom space" of every word
+_WORD_CACHE_SIZE = 1 << 16
+
+
+def is_chinese_char(cpt: int) -> bool:
+    """``is_chinese_char`` (V:863), ranges exactly as llama.cpp has them.
+
+    The 0x2B920 start (not 0x2B820) follows HF's Rust code, as the source says.
+
+    >>> is_chinese_char(0x4E2D), is_chinese_char(0x2B820), is_chinese_char(0x3000)
+    (True, False, False)
+    """
+    return (0x04E00 <= cpt <= 0x09FFF or 0x03400 <= cpt <= 0x04DBF
+            or 0x20000 <= cpt <= 0x2A6DF or 0x2A700 <= cpt <= 0x2B73F
+            or 0x2B740 <= cpt <= 0x2B81F or 0x2B920 <= cpt <= 0x2CEAF
+            or 0x0F900 <= cpt <= 0x0FAFF or 0x2F800 <= cpt <= 0x2FA1F)
+
+
+# What preprocess does with one code point.
+BREAK, DROP, SINGLE, APPEND = 0, 1, 2, 3
+
+
+def classify(cpt: int, lowercase: bool, strip_accents: bool) -> tuple[int, bytes]:
+    """One code point's fate in ``preprocess`` and its output bytes.
+
+    With ``strip_accents`` the code point is first replaced by its NFD's first
+    code point; every later test looks at that replacement. Raises HarnessError
+    (from ``U.cpt_to_utf8``) for a kept code point above U+10FFFF, where llama.cpp
+    throws out of llama_tokenize.
+
+    >>> classify(ord("É"), True, True), classify(ord(","), True, True), classify(0x3000, True, True)
+    ((3, b'e'), (2, b','), (0, b''))
+    """
+    if strip_accents:
+        cpt = U.nfd_first(cpt)
+    flags = U.cpt_flags(cpt)
+    if flags & U.WHITESPACE:
+        return BREAK, b""
+    if cpt == 0 or cpt == 0xFFFD or flags & U.CONTROL:
+        return DROP, b""
+    if strip_accents and flags & U.ACCENT_MARK:
+        return DROP, b""
+    s = U.cpt_to_utf8(U.to_lower(cpt) if lowercase else cpt)
+    if flags & U.PUNCTUATION or (cpt < 0x7F and flags & U.SYMBOL) or is_chinese_char(cpt):
+        return SINGLE, s
+    return APPEND, s
+
+
+def preprocess(text: bytes, lowercase: bool, strip_accents: bool,
+               cache: dict[int, tuple[int, bytes]] | None = None) -> list[bytes]:
+    """llama.cpp's ``preprocess``: normalized words as UTF-8 bytes (no ``▁`` yet).
+
+    ``cache`` memoizes ``classify`` per code point (a session keeps one).
+
+    >>> preprocess("Ab,c\\x00 中文 x".encode(), lowercase=True, strip_accents=False)
+    [b'ab', b',', b'c', b'\\xe4\\xb8\\xad', b'\\xe6\\x96\\x87', b'x']
+    """
+    if cache is None:
+        cache = {}
+    words: list[bytes] = []
+    word = bytearray()
+    for cpt in U.cpts_from_utf8(text):
+        fate = cache.get(cpt)
+        if fate is None:
+            fate = cache[cpt] = classify(cpt, lowercase, strip_accents)
+        kind, s = fate
+        if kind == APPEND:
+            word += s
+        elif kind == SINGLE:
+            if word:
+                words.append(bytes(word))
+                word = bytearray()
+            words.append(s)
+        elif kind == BREAK and word:
+            words.append(bytes(word))
+            word = bytearray()
+    if word:
+        words.append(bytes(word))
+    return words
+
+
+class Session:
+    """Tokenizes one WPM fragment. Build once per vocab."""
+
+    def __init__(self, vocab) -> None:
+        self._token_to_id: dict[bytes, int] = vocab.token_to_id
+        self._max_len: int = vocab.max_token_len
+        self._unk: int = LLAMA_TOKEN_NULL if vocab.unk is None else vocab.unk
+        self._lowercase = bool(vocab.lowercase)
+        self._strip_accents = bool(vocab.strip_accents)
+        self._fates: dict[int, tuple[int, bytes]] = {}  # classify() per code point
+        self._words: dict[bytes, list[int]] = {}       # ids per word; words repeat a lot
+
+    def tokenize(self, text: bytes) -> list[int]:
+        """Ids for one raw fragment.
+
+        >>> from types import SimpleNamespace
+        >>> v = SimpleNamespace(token_to_id={"▁a".encode(): 1, b"b": 2}, unk=0, max_token_len=4,
+        ...                     lowercase=False, strip_accents=False)
+        >>> Session(v).tokenize(b"ab ac")  # 'ac' has no match for 'c': the word becomes unk
+        [1, 2, 0]
+        """
+        out: list[int] = []
+        cache = self._words
+        for word in preprocess(text, self._lowercase, self._strip_accents, self._fates):
+            ids = cache.get(word)
+            if ids is None:
+                if len(cache) >= _WORD_CACHE_SIZE:
+                    cache.clear()
+                ids = cache[word] = self._word_ids(SPACE_PREFIX + word)
+            out.extend(ids)
+        return out
+
+    def _word_ids(self, word: bytes) -> list[int]:
+        """Greedy longest-first match over byte substrings; one unk if stuck."""
+        t2i = self._token_to_id
+        n = len(word)
+        ids: list[int] = []
+        i = 0
+        while i < n:
+            for j in range(min(n, i + self._max_len + 1), i, -1):
+                tid = t2i.get(word[i:j])
+                if tid is not None:
+                    ids.append(tid)
+                    i = j
+                    break
+            else:
+                return [self._unk]
+        return ids
