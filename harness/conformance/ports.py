@@ -1,0 +1,234 @@
+"""Ports: the things the conformance suite checks, behind one Protocol.
+
+A port spec (the ``PORT`` variable of ``make conformance``) is one of
+- ``harness``: the harness's own tokenizer (the default);
+- ``llama.cpp``: llama.cpp itself, in process (must give zero divergences);
+- ``mutant:NAME``: a deliberately broken port (see harness.conformance.mutants);
+- ``llama-tokenize``: the pinned CLI (encode only; what the cross-check compares);
+- anything else: a command speaking the JSON-lines protocol of
+  ``python -m harness serve``, started once per worker and vocab, with
+  ``{vocab}`` replaced by the ``.gguf`` path, e.g.
+  ``java -jar myport.jar --vocab {vocab}``.
+
+An external port that crashes, hangs (per-request timeout) or answers
+garbage raises :class:`PortError` carrying its stderr, and is then closed.
+
+>>> split_command("myport --vocab {vocab}", "/v/x.gguf")
+['myport', '--vocab', '/v/x.gguf']
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import shlex
+import subprocess
+import tempfile
+import threading
+from pathlib import Path
+from typing import Protocol, Sequence, runtime_checkable
+
+from harness.errors import PortError
+
+DEFAULT_TIMEOUT = float(os.environ.get("PORT_TIMEOUT", "30"))
+
+
+@runtime_checkable
+class Port(Protocol):
+    """What a port offers: harness.tokenizer.Tokenizer's API.
+
+    >>> isinstance(object(), Port)
+    False
+    """
+
+    def encode(self, text: str, *, add_special: bool = False,
+               parse_special: bool = False) -> list[int]: ...
+
+    def decode(self, ids: Sequence[int], *, remove_special: bool = False,
+               unparse_special: bool = False) -> bytes: ...
+
+    def token_to_piece(self, id: int, *, special: bool = False) -> bytes: ...
+
+    @property
+    def n_vocab(self) -> int: ...
+
+
+class ReferencePort:
+    """reference.inproc.InProcessReference (positional flags) as a Port.
+
+    >>> class R:
+    ...     n_vocab = 3
+    ...     def encode(self, t, a, p): return [len(t), a, p]
+    >>> ReferencePort(R()).encode("ab", add_special=True)
+    [2, True, False]
+    """
+
+    def __init__(self, reference):
+        self.reference = reference
+
+    def encode(self, text, *, add_special=False, parse_special=False):
+        return self.reference.encode(text, add_special, parse_special)
+
+    def decode(self, ids, *, remove_special=False, unparse_special=False):
+        return self.reference.decode(list(ids), remove_special, unparse_special)
+
+    def token_to_piece(self, id, *, special=False):
+        return self.reference.token_to_piece(id, special)
+
+    @property
+    def n_vocab(self):
+        return self.reference.n_vocab
+
+
+def load_reference(path: str | Path) -> ReferencePort:
+    """The in-process llama.cpp reference for one vocab file, as a Port."""
+    from reference.inproc import InProcessReference  # late: needs libllama
+    return ReferencePort(InProcessReference.load(path))
+
+
+def split_command(command: str, vocab_path: str | Path) -> list[str]:
+    """argv of an external port: shell words, ``{vocab}`` -> the .gguf path.
+
+    Replacement happens after splitting so a path with spaces stays one word.
+
+    >>> split_command("python -m harness serve --vocab={vocab}", "a b.gguf")[-1]
+    '--vocab=a b.gguf'
+    """
+    argv = shlex.split(command)
+    if not argv:
+        raise PortError("PORT is empty: give 'harness', 'llama.cpp' or a command "
+                        "such as 'java -jar myport.jar --vocab {vocab}'")
+    return [a.replace("{vocab}", str(vocab_path)) for a in argv]
+
+
+class ExternalPort:
+    """A subprocess speaking the ``python -m harness serve`` JSON-lines protocol.
+
+    One request line in, one response line out, in order. ``n_vocab`` is not
+    part of the protocol; the caller supplies it (from the reference).
+    """
+
+    def __init__(self, command: str, vocab_path: str | Path, *, n_vocab: int = 0,
+                 timeout: float = DEFAULT_TIMEOUT):
+        self.argv = split_command(command, vocab_path)
+        self.command, self.timeout, self._n_vocab = command, timeout, n_vocab
+        self._stderr = tempfile.TemporaryFile()  # a file, not a pipe: a chatty port cannot block
+        try:
+            self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=self._stderr)
+        except OSError as e:
+            raise PortError(f"cannot start port {self.argv!r}: {e}. Check the PORT command.") from e
+        self._lines: queue.Queue = queue.Queue()
+        threading.Thread(target=self._pump, daemon=True).start()
+        self.dead: PortError | None = None
+
+    def _pump(self) -> None:
+        # Reading on a thread is what makes a per-request timeout possible.
+        for line in self.proc.stdout:
+            self._lines.put(line)
+        self._lines.put(None)
+
+    def stderr(self) -> str:
+        """Everything the port wrote to stderr so far."""
+        self._stderr.seek(0)
+        return self._stderr.read().decode("utf-8", "replace")
+
+    def _fail(self, what: str, request: dict) -> PortError:
+        if self.proc.poll() is None:
+            self.proc.kill()  # a port that misbehaved once is not trusted again
+            self.proc.wait()
+        req = json.dumps(request, ensure_ascii=True)
+        err = PortError(f"port {self.command!r} {what} on request {req[:500]}", stderr=self.stderr())
+        self.dead = err
+        return err
+
+    def request(self, request: dict) -> dict:
+        """Send one request, return the parsed response object or raise PortError."""
+        if self.dead is not None:
+            raise PortError(f"port {self.command!r} is down after an earlier error:\n{self.dead}",
+                            stderr=self.dead.stderr)
+        try:
+            self.proc.stdin.write(json.dumps(request, ensure_ascii=True).encode() + b"\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            raise self._fail(f"exited (code {self.proc.poll()}) before reading", request) from None
+        try:
+            line = self._lines.get(timeout=self.timeout)
+        except queue.Empty:
+            raise self._fail(f"hung: no answer within {self.timeout:g} s "
+                             "(set PORT_TIMEOUT to allow more)", request) from None
+        if line is None:
+            self.proc.wait(timeout=5)
+            raise self._fail(f"crashed (exit code {self.proc.returncode})", request)
+        try:
+            response = json.loads(line)
+        except ValueError:
+            raise self._fail(f"answered garbage {line[:200]!r}", request) from None
+        if not isinstance(response, dict) or "error" in response:
+            raise self._fail(f"answered {str(response)[:300]}", request)
+        return response
+
+    def _field(self, response: dict, key: str, request: dict):
+        if key not in response:
+            raise self._fail(f"answered without {key!r}: {str(response)[:300]}", request)
+        return response[key]
+
+    def encode(self, text, *, add_special=False, parse_special=False):
+        req = {"op": "encode", "text": text, "add_special": add_special,
+               "parse_special": parse_special}
+        ids = self._field(self.request(req), "ids", req)
+        if not isinstance(ids, list) or not all(type(i) is int for i in ids):
+            raise self._fail(f"answered non-integer ids {str(ids)[:300]}", req)
+        return ids
+
+    def _bytes(self, req: dict) -> bytes:
+        value = self._field(self.request(req), "bytes_hex", req)
+        try:
+            return bytes.fromhex(value)
+        except (TypeError, ValueError):
+            raise self._fail(f"answered bad bytes_hex {str(value)[:300]!r}", req) from None
+
+    def decode(self, ids, *, remove_special=False, unparse_special=False):
+        return self._bytes({"op": "decode", "ids": list(ids), "remove_special": remove_special,
+                            "unparse_special": unparse_special})
+
+    def token_to_piece(self, id, *, special=False):
+        return self._bytes({"op": "piece", "id": id, "special": special})
+
+    @property
+    def n_vocab(self):
+        return self._n_vocab
+
+    def close(self) -> None:
+        """Stop the process (idempotent)."""
+        if self.proc.poll() is None:
+            try:
+                self.proc.stdin.close()
+                self.proc.wait(timeout=2)
+            except (OSError, subprocess.TimeoutExpired):
+                self.proc.kill()
+                self.proc.wait()
+
+
+def open_port(spec: str, vocab_path: str | Path, *, reference: Port | None = None) -> Port:
+    """The port named by ``spec`` for one vocab file (see the module docstring).
+
+    ``reference`` (the in-process reference for the same vocab) is needed by
+    mutants and supplies ``n_vocab`` to external ports.
+    """
+    spec = spec.strip() or "harness"
+    if spec == "harness":
+        from harness.tokenizer import Tokenizer  # late: only this spec needs it
+        return Tokenizer.from_gguf(vocab_path)
+    if spec == "llama.cpp":
+        return reference if reference is not None else load_reference(vocab_path)
+    if spec == "llama-tokenize":
+        from reference.cli import CliReference
+        return ReferencePort(CliReference(vocab_path))
+    if spec.startswith("mutant:"):
+        from harness.conformance.mutants import make_mutant
+        ref = reference if reference is not None else load_reference(vocab_path)
+        return make_mutant(spec.removeprefix("mutant:"), vocab_path, ref)
+    n_vocab = reference.n_vocab if reference is not None else 0
+    return ExternalPort(spec, vocab_path, n_vocab=n_vocab)

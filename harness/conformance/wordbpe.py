@@ -1,0 +1,119 @@
+"""Mutants of the pre-tokenizer: a broken word split plus a plain byte-level BPE.
+
+llama.cpp cannot be told to split words wrongly, so these mutants split the
+text themselves twice with Python ``regex``: once with QWEN2's pattern and
+once with the bug. Where both splits agree the answer is llama.cpp's own;
+where they differ, each broken word is BPE-encoded with the vocab's merges
+(lowest rank first, ties to the leftmost pair, as llama.cpp does). Texts that
+contain a special token's text are left to llama.cpp (the bug is in the
+split of raw text, and specials are cut out before it).
+
+>>> bpe_word(["a", "b", "c"], {("a", "b"): 0, ("ab", "c"): 1})
+['abc']
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import regex
+
+# QWEN2's pattern (llama-vocab.cpp, LLAMA_VOCAB_PRE_TYPE_QWEN2), and two broken variants.
+_CONTRACTIONS_I = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)"
+_REST = r"|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+QWEN2 = _CONTRACTIONS_I + _REST
+CASE_SENSITIVE = r"'s|'t|'re|'ve|'m|'ll|'d" + _REST
+# Go's regexp (and others) define \s as ASCII only: [\t\n\f\r ] plus \v here.
+ASCII_WS = QWEN2.replace(r"\s", r"[\t\n\v\f\r ]").replace(r"\S", r"[^\t\n\v\f\r ]")
+# Inside a negated class, "\s" was replaced by a nested class; flatten it.
+ASCII_WS = ASCII_WS.replace(r"[^[\t\n\v\f\r ]\p{L}\p{N}]", r"[^\t\n\v\f\r \p{L}\p{N}]")
+
+PATTERNS = {"case_sensitive_contractions": CASE_SENSITIVE, "ascii_whitespace": ASCII_WS}
+
+
+def byte_encoder() -> dict[int, str]:
+    """GPT-2's byte -> printable character map (bytes_to_unicode).
+
+    >>> byte_encoder()[ord(" ")], byte_encoder()[ord("a")]
+    ('Ġ', 'a')
+    """
+    keep = list(range(0x21, 0x7F)) + list(range(0xA1, 0xAD)) + list(range(0xAE, 0x100))
+    table, extra = {}, 0
+    for b in range(256):
+        if b in keep:
+            table[b] = chr(b)
+        else:
+            table[b] = chr(0x100 + extra)
+            extra += 1
+    return table
+
+
+def bpe_word(symbols: list[str], ranks: dict[tuple[str, str], int]) -> list[str]:
+    """Merge adjacent symbols by lowest rank, ties to the leftmost pair.
+
+    >>> bpe_word(list("aaa"), {("a", "a"): 0})
+    ['aa', 'a']
+    """
+    symbols = list(symbols)
+    while len(symbols) > 1:
+        best, at = None, -1
+        for i in range(len(symbols) - 1):
+            r = ranks.get((symbols[i], symbols[i + 1]))
+            if r is not None and (best is None or r < best):
+                best, at = r, i
+        if best is None:
+            break
+        symbols[at:at + 2] = [symbols[at] + symbols[at + 1]]
+    return symbols
+
+
+class SplitBugPort:
+    """A qwen2-style port whose word split has bug ``name`` (see PATTERNS)."""
+
+    def __init__(self, reference, vocab_path: str | Path, name: str):
+        from harness.gguf import GGUFReader
+        r = GGUFReader(vocab_path)
+        self.inner, self.name = reference, name
+        self.good, self.bad = regex.compile(QWEN2), regex.compile(PATTERNS[name])
+        tokens = [t.decode("utf-8", "surrogateescape") for t in r.get("tokenizer.ggml.tokens")]
+        self.token_to_id = {t: i for i, t in enumerate(tokens)}
+        self.ranks = {}
+        for rank, m in enumerate(r.get("tokenizer.ggml.merges")):
+            text = m.decode("utf-8", "surrogateescape")
+            cut = text.find(" ", 1)
+            self.ranks.setdefault((text[:cut], text[cut + 1:]), rank)
+        types = r.get("tokenizer.ggml.token_type")
+        self.specials = [t for i, t in enumerate(tokens) if int(types[i]) in (2, 3, 4)]
+        self.enc = byte_encoder()
+
+    def _word_ids(self, word: str) -> list[int]:
+        symbols = [self.enc[b] for b in word.encode("utf-8")]
+        # As in llama.cpp: the word is byte-encoded first, so one symbol per byte.
+        out = []
+        for s in bpe_word(symbols, self.ranks):
+            if s in self.token_to_id:
+                out.append(self.token_to_id[s])
+            else:
+                out.extend(self.token_to_id[c] for c in s if c in self.token_to_id)
+        return out
+
+    def encode(self, text, *, add_special=False, parse_special=False):
+        ref = self.inner.encode(text, add_special=add_special, parse_special=parse_special)
+        good, bad = self.good.findall(text), self.bad.findall(text)
+        if good == bad or any(s in text for s in self.specials):
+            return ref
+        ids = [i for w in bad for i in self._word_ids(w)]
+        # Keep whatever llama.cpp adds around the text (BOS/EOS) as it is.
+        body = self.inner.encode(text, add_special=False, parse_special=parse_special)
+        head = ref[:len(ref) - len(body)] if ref[len(ref) - len(body):] == body else []
+        return head + ids
+
+    def decode(self, ids, *, remove_special=False, unparse_special=False):
+        return self.inner.decode(ids, remove_special=remove_special, unparse_special=unparse_special)
+
+    def token_to_piece(self, id, *, special=False):
+        return self.inner.token_to_piece(id, special=special)
+
+    @property
+    def n_vocab(self):
+        return self.inner.n_vocab

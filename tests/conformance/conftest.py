@@ -1,0 +1,136 @@
+"""The conformance suite's parametrization and per-worker state.
+
+Options come from the environment (the Makefile passes them):
+- ``PORT``: ``harness`` (default), ``llama.cpp``, ``mutant:NAME`` or a command with ``{vocab}``;
+- ``VOCABS``: a space/comma separated subset of the pinned names (or .gguf paths);
+- ``HYPOTHESIS_PROFILE``: ``ci`` (default) | ``conformance`` | ``thorough``.
+
+Tests are parametrized per vocab (sorted, names as ids, so every xdist worker
+collects identical tests) and per (add_special, parse_special) combination.
+Reports come from the plugin ``-p harness.conformance.plugin``.
+
+Several machines: use xdist's own remote workers (execnet). Clone the repo and
+run ``make reference`` on every host (no rsync: xdist deprecated it), then e.g.
+
+    .venv/bin/python -m pytest tests/conformance -p harness.conformance.plugin --dist load \
+      --tx 2*popen \
+      --tx '2*ssh=ci@hostB//python=/srv/lc/.venv/bin/python//chdir=/srv/lc//env:PORT=harness'
+
+Every worker collects the same sorted ids, so the controller can hand any test
+to any host; each host's workers load the reference and each vocab once.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from harness.conformance.checks import Session
+from harness.conformance.strategies import register_profiles
+from harness.errors import HarnessError, ReferenceUnavailable
+
+FLAGS = {"plain": (False, False), "parse": (False, True), "add": (True, False), "add_parse": (True, True)}
+
+
+class Recorder:
+    """Per-test counters the plugin turns into the vocab x check table."""
+
+    def __init__(self, vocab: str):
+        self.vocab = vocab
+        self.cases: dict[str, int] = {}
+
+    def count(self, check: str, n: int = 1) -> None:
+        self.cases[check] = self.cases.get(check, 0) + n
+
+
+def pytest_configure(config):
+    # At configure time, not import time, so an in-process re-run honours $HYPOTHESIS_PROFILE.
+    register_profiles()
+
+
+def vocab_specs() -> dict[str, str]:
+    """Test id -> vocab spec, sorted by id. $VOCABS restricts; unknown names fail loudly."""
+    from reference.vocabs import names
+    wanted = [w for w in re.split(r"[\s,]+", os.environ.get("VOCABS", "")) if w]
+    if not wanted:
+        return {n: n for n in names()}
+    known, out = set(names()), {}
+    for w in wanted:
+        if w.endswith(".gguf"):
+            out[Path(w).stem.removeprefix("ggml-vocab-")] = w
+        elif w in known:
+            out[w] = w
+        else:
+            raise HarnessError(f"VOCABS names unknown vocab {w!r}; pinned vocabs: {', '.join(sorted(known))}")
+    return dict(sorted(out.items()))
+
+
+def pytest_generate_tests(metafunc):
+    if "vocab" in metafunc.fixturenames:
+        specs = vocab_specs()
+        only = getattr(metafunc.function, "vocab_filter", None)
+        ids = [i for i in specs if only is None or only(specs[i])]
+        metafunc.parametrize("vocab", [specs[i] for i in ids], ids=ids)
+    if "flags" in metafunc.fixturenames:
+        metafunc.parametrize("flags", list(FLAGS.values()), ids=list(FLAGS))
+
+
+def pytest_collection_modifyitems(items):
+    # With ``--dist loadgroup`` each vocab's tests stay on one worker, so each worker
+    # loads only its share of vocabs (ignored by other --dist modes).
+    for item in items:
+        spec = getattr(item, "callspec", None)
+        if spec is not None and "vocab" in spec.params:
+            item.add_marker(pytest.mark.xdist_group(Path(str(spec.params["vocab"])).stem))
+
+
+def _require(fn):
+    try:
+        return fn()
+    except ReferenceUnavailable as e:
+        if os.environ.get("LLAMA_CONFORMANCE_REQUIRE_REFERENCE") == "1":
+            pytest.fail(f"reference unavailable: {e}")
+        pytest.skip(str(e))
+
+
+@pytest.fixture(scope="session")
+def session():
+    """One Session per worker: each reference, vocab and port loaded once."""
+    s = Session(os.environ.get("PORT", "harness"))
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def recorder(request, vocab):
+    """Counts cases; the plugin reads it from the test item."""
+    rec = Recorder(vocab)
+    request.node.conformance_recorder = rec
+    return rec
+
+
+@pytest.fixture
+def vut(session, vocab):
+    """The vocab under test, with its port opened (a PortError fails setup)."""
+    v = _require(lambda: session.vocab(vocab))
+    # Probe now: a port that cannot start is one setup error, not hundreds of failing examples.
+    v.port.encode("", add_special=False, parse_special=False)
+    return v
+
+
+@pytest.fixture
+def vocab_ref(session, vocab):
+    """The vocab with its reference only (the port is not opened)."""
+    return _require(lambda: session.vocab(vocab))
+
+
+@pytest.fixture
+def cli_reference(vocab_ref):
+    """llama-tokenize for this vocab (skips, or fails under make, if not built)."""
+    from reference.build import artifacts
+    from reference.cli import CliReference
+    _require(artifacts)
+    return CliReference(vocab_ref.path)

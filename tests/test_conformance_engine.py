@@ -1,0 +1,380 @@
+"""The conformance engine's own tests: the diff is pure and right, reports
+render, external ports fail loudly, and the suite catches every mutant with a
+shrunk text of a few characters (run in process on one vocab and one flag
+combination each).
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, find, given, settings
+from hypothesis import strategies as st
+
+# Imported here (not first inside pytester's in-process runs) so the runs reuse
+# one loaded libllama and one vocab cache instead of reloading per run.
+# (pytester also forgets modules first imported inside a run; numpy cannot be re-imported.)
+import numpy  # noqa: F401
+import regex  # noqa: F401
+
+import harness.conformance.checks  # noqa: F401
+import harness.conformance.mutants  # noqa: F401
+import harness.conformance.plugin  # noqa: F401
+import harness.conformance.wordbpe  # noqa: F401
+import harness.gguf.writer  # noqa: F401
+import harness.pretypes  # noqa: F401
+import reference.build  # noqa: F401
+import reference.cli  # noqa: F401
+import reference.inproc  # noqa: F401
+import reference.vocabs  # noqa: F401
+from harness.conformance import strategies
+from harness.conformance.diff import Divergence, first_byte_divergence, first_divergence, first_index, text_offset
+from harness.conformance.diffcmd import parse_args
+from harness.conformance.ports import ExternalPort, split_command
+from harness.conformance.report import Finding, html_page, render_token, repro_command, summary_table, text_block
+from harness.errors import PortError, ReferenceUnavailable
+
+pytest_plugins = ["pytester"]
+SUITE = Path(__file__).parent / "conformance"
+# pytester points HOME at a temporary directory; keep the real reference cache.
+from reference.paths import cache_dir  # noqa: E402
+
+CACHE = cache_dir()
+
+
+# --- diff ------------------------------------------------------------------------------------
+@given(st.lists(st.integers(0, 5), max_size=8), st.lists(st.integers(0, 5), max_size=8))
+def test_first_index_is_the_first_difference(a, b):
+    i = first_index(a, b)
+    if a == b:
+        assert i is None
+    else:
+        assert a[:i] == b[:i] and (i == min(len(a), len(b)) or a[i] != b[i])
+
+
+@given(st.lists(st.integers(0, 9), max_size=6))
+def test_equal_lists_never_diverge(ids):
+    assert first_divergence(ids, list(ids), text=b"xyz", reference_pieces=[b"x"] * len(ids)) is None
+
+
+def test_byte_offset_sums_common_prefix_pieces():
+    d = first_divergence([10, 11, 12], [10, 11, 13], text=b"Hello world!",
+                         reference_pieces=[b"Hello", b" world", b"!"])
+    assert (d.index, d.byte_offset, d.offset_exact) == (2, 11, True)
+
+
+def test_byte_offset_skips_tokens_that_are_not_text():
+    # BOS adds no text; SPM's piece " Hello" carries a space the text lacks.
+    assert text_offset(b"Hello world", [b"<s>", b" Hello", b" world"]) == (11, False)
+    assert text_offset(b"Hello", [b"", b" Hello"]) == (5, True)  # empty piece (control, special=False)
+    assert text_offset(b"a  <mask>", [b"a", b"<mask>"]) == (9, True)  # LSTRIP swallowed spaces
+    assert text_offset(b"Hello", [b"hello"]) == (5, True)  # WPM lowercases
+
+
+def test_prefix_and_empty_lists_diverge_at_the_shorter_length():
+    assert first_divergence([1, 2], [1, 2, 3]).index == 2
+    assert first_divergence([], [7]).index == 0
+    assert first_byte_divergence(b" a", b"a").index == 0
+
+
+def test_window_is_i_minus_2_to_i_plus_5():
+    d = Divergence(5, 0, True, tuple(range(20)), tuple(range(100, 120)))
+    assert d.window() == (tuple(range(3, 11)), tuple(range(103, 111)))
+    assert Divergence(0, 0, True, (1, 2), (3,)).window() == ((1, 2), (3,))
+
+
+# --- report ----------------------------------------------------------------------------------
+def _finding(check="encode", text="a\xa0b", **kw):
+    div = kw.pop("div", Divergence(1, 1, True, (64, 4102, 65), (64, 9238)))
+    return Finding(check, "qwen2", "QWEN2", False, True, text, div, "mutant:x",
+                   {64: b"a", 4102: b"\xc2\xa0", 65: b"b", 9238: b"\xc2\xa0b"}, **kw)
+
+
+def test_render_token_escapes_controls_spaces_marks_and_broken_utf8():
+    assert render_token(b"a b") == "'a b'"
+    assert render_token(b"\n\t\x00") == r"'\n\t\u0000'"
+    assert render_token(b"\xc2\xa0\xe3\x80\x80") == r"'\u00a0\u3000'"
+    assert render_token(b"\xe3\x80") == r"'\xe3\x80'"  # partial UTF-8 stays bytes
+    assert render_token("é".encode()) == "'é'"
+    assert render_token("e\u0301".encode()) == r"'e\u0301'"  # a lone mark would hide
+
+
+def test_text_block_has_every_fact():
+    block = text_block(_finding())
+    for fact in ["vocab=qwen2", "pre_type=QWEN2", "parse_special=True", '"a\\xa0b"', "61 c2 a0 62",
+                 "index 1", "byte 1", "4102 '\\u00a0'", "9238 '\\u00a0b'", "(end)",
+                 "python -m harness diff --vocab qwen2 --text-repr"]:
+        assert fact in block, fact
+    assert "> " in [line[:2] for line in block.splitlines()]
+
+
+def test_finding_json_round_trip_and_schema():
+    for f in [_finding(), _finding("decode", div=Divergence(0, 0, True, tuple(b" a"), tuple(b"a")),
+                                   decoded_ids=(220, 64))]:
+        obj = json.loads(json.dumps(f.to_json()))
+        for key in ["vocab", "add_special", "parse_special", "text", "index", "byte_offset",
+                    "reference_ids", "port_ids"]:
+            assert key in obj
+        assert Finding.from_json(obj) == f
+
+
+def test_html_highlights_the_divergent_row():
+    page = html_page([_finding()], {"qwen2": {"encode": {"cases": 3, "divergences": 1}}}, [])
+    assert "<tr class='div'><td>1</td>" in page and "qwen2" in page and "&#x27;a&#x27;" in page
+
+
+def test_summary_table_is_vocab_by_check():
+    table = summary_table({"b": {"golden": {"cases": 46, "divergences": 0}},
+                           "a": {"encode": {"cases": 9, "divergences": 2, "port_errors": 1}}})
+    lines = table.splitlines()
+    assert lines[0].split() == ["vocab", "golden", "encode", "decode", "crosscheck"]
+    assert lines[1].split() == ["a", "-", "9/2", "!1", "-", "-"] and lines[2].startswith("b")
+
+
+@given(st.text())
+def test_repro_command_round_trips_any_text(text):
+    argv = shlex.split(repro_command("qwen2", text, True, True, "java -jar p.jar {vocab}"))
+    assert argv[:4] == ["python", "-m", "harness", "diff"]
+    args = parse_args(argv[4:])
+    assert (args.text, args.vocab, args.add_special, args.parse_special) == (text, "qwen2", True, True)
+    assert args.port == "java -jar p.jar {vocab}"
+
+
+# --- strategies --------------------------------------------------------------------------------
+def test_strategies_all_is_checked_and_families_are_named():
+    assert set(strategies.FAMILIES) <= set(strategies.__all__)
+    for name in strategies.__all__:
+        assert hasattr(strategies, name)
+
+
+@settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_every_family_makes_nonempty_text(data):
+    family = data.draw(st.sampled_from(sorted(strategies.FAMILIES)))
+    text = data.draw(strategies.FAMILIES[family])
+    assert isinstance(text, str) and text and "\ud800" not in text
+
+
+def test_families_shrink_to_the_interesting_character():
+    assert find(strategies.whitespace, lambda s: "\u3000" in s) == "\u3000"
+    assert find(strategies.contractions, lambda s: "'R" in s) == "'Re"
+    assert len(find(strategies.latin, lambda s: any(0x300 <= ord(c) <= 0x36F for c in s))) == 2
+
+
+def test_materialise_glues_vocab_texts_and_specials():
+    vt = strategies.VocabTexts(("he", "llo"), ("<s>",))
+    r = strategies.Recipe(("a", strategies.VocabPiece(3), strategies.SpecialText(5, " ", "\n")), 2)
+    assert strategies.materialise(r, vt) == "allo <s>\nallo <s>\n"
+    assert len(strategies.materialise(strategies.Recipe(("ab",), 10**6), vt)) == strategies.MAX_CHARS
+    assert len(strategies.materialise(strategies.Recipe(("x" * 50_000,), 3), vt)) == 50_000
+
+
+# --- external ports ------------------------------------------------------------------------------
+_FAKE = textwrap.dedent("""
+    import json, sys, time
+    mode = sys.argv[1]
+    print("fake port starting for", sys.argv[2], file=sys.stderr, flush=True)
+    for line in sys.stdin:
+        req = json.loads(line)
+        if mode == "crash":
+            print("boom: segfault-ish", file=sys.stderr, flush=True); sys.exit(3)
+        if mode == "hang":
+            time.sleep(60)
+        if mode == "garbage":
+            print("<html>not json", flush=True); continue
+        if mode == "error":
+            print(json.dumps({"error": "no"}), flush=True); continue
+        if req["op"] == "encode":
+            print(json.dumps({"ids": [len(req["text"]), int(req["add_special"])]}), flush=True)
+        else:
+            print(json.dumps({"bytes_hex": b"ok".hex()}), flush=True)
+""")
+
+
+@pytest.fixture
+def fake_port(tmp_path):
+    script = tmp_path / "fake_port.py"
+    script.write_text(_FAKE)
+    return lambda mode: f"{shlex.quote(sys.executable)} {script} {mode} {{vocab}}"
+
+
+def test_external_port_speaks_the_protocol(fake_port):
+    port = ExternalPort(fake_port("ok"), "/v/x y.gguf", n_vocab=7)
+    try:
+        assert port.encode("héllo", add_special=True) == [5, 1]
+        assert port.decode([1, 2]) == b"ok" and port.token_to_piece(3, special=True) == b"ok"
+        assert port.n_vocab == 7 and port.argv[-1] == "/v/x y.gguf"
+    finally:
+        port.close()
+
+
+@pytest.mark.parametrize("mode,words", [("crash", "crashed (exit code 3)"), ("garbage", "garbage"),
+                                        ("error", "answered {'error'"), ("hang", "hung")])
+def test_external_port_failures_are_port_errors_with_stderr(fake_port, mode, words):
+    port = ExternalPort(fake_port(mode), "/v/x.gguf", timeout=1.5)
+    with pytest.raises(PortError) as e:
+        port.encode("a")
+    assert words in str(e.value) and "fake port starting for /v/x.gguf" in e.value.stderr
+    with pytest.raises(PortError, match="down after an earlier error"):
+        port.encode("b")
+    port.close()
+
+
+def test_port_command_errors_name_the_fix():
+    with pytest.raises(PortError, match="PORT is empty"):
+        split_command("  ", "x.gguf")
+    with pytest.raises(PortError, match="cannot start port"):
+        ExternalPort("/no/such/binary {vocab}", "x.gguf")
+
+
+def test_in_process_port_exception_is_a_port_error_naming_the_input():
+    from harness.conformance.checks import VocabUnderTest
+
+    class Ref:
+        n_vocab = 5
+
+        def encode(self, text, **flags):
+            return [1]
+
+    class Boom:
+        def encode(self, text, **flags):
+            raise KeyError("no merge")
+
+    class OneSession:
+        def port(self, vut):
+            return Boom()
+
+    vut = VocabUnderTest("v", Path("v.gguf"), "harness", Ref(), OneSession())
+    with pytest.raises(PortError, match=r"raised KeyError: 'no merge' in encode\('a\\xa0'") as e:
+        vut.check_encode("a\xa0", False, False)
+    assert "Traceback" in e.value.stderr and "vocab v" in str(e.value)
+
+
+# --- the plugin ------------------------------------------------------------------------------------
+_PLUGIN_TESTS = """
+from harness.conformance.checks import EncodeDivergence
+from harness.conformance.diff import Divergence
+from harness.conformance.report import Finding
+
+class Rec:
+    vocab, cases = "v", {"encode": 3}
+
+def test_a(request):
+    request.node.conformance_recorder = Rec()
+    raise EncodeDivergence([Finding("encode", "v", "QWEN2", False, True, "ab",
+                                    Divergence(1, 1, True, (1, 2), (1, 3)),
+                                    pieces={1: b"a", 2: b"b", 3: b"c"})])
+
+def test_b():
+    pass
+"""
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "1"]], ids=["inline", "xdist"])
+def test_plugin_reports_what_workers_found(pytester, workers):
+    pytester.makepyfile(test_x=_PLUGIN_TESTS)
+    out = pytester.path / "r"
+    args = ["-p", "harness.conformance.plugin", f"--conformance-reports={out}", *workers]
+    result = (pytester.runpytest_subprocess if workers else pytester.runpytest_inprocess)(*args)
+    result.assert_outcomes(failed=1, passed=1)
+    result.stdout.fnmatch_lines(["*conformance: cases/divergences*", "v * 3/1 *",
+                                 "DIVERGENCE [[]encode[]] vocab=v pre_type=QWEN2*",
+                                 "*1 divergence(s), 0 port error(s)*"])
+    data = json.loads((out / "conformance.json").read_text(encoding="utf-8"))
+    assert [d["text"] for d in data["divergences"]] == ["ab"]
+    assert data["vocabs"]["v"]["encode"] == {"cases": 3, "divergences": 1, "port_errors": 0}
+    assert "<tr class='div'><td>1</td>" in (out / "conformance.html").read_text(encoding="utf-8")
+
+
+# --- the suite, run in process -----------------------------------------------------------------
+def _run_suite(pytester, monkeypatch, port, vocabs, nodes, profile="ci"):
+    """Run tests/conformance nodes in process; return (result, report json)."""
+    from hypothesis import settings
+    monkeypatch.setenv("LLAMA_CONFORMANCE_CACHE", str(CACHE))
+    try:
+        from reference.build import artifacts
+        artifacts()
+    except ReferenceUnavailable as e:
+        pytest.skip(f"reference not built: {e}")
+    previous = settings.default
+    monkeypatch.setenv("PORT", port)
+    monkeypatch.setenv("VOCABS", vocabs)
+    monkeypatch.setenv("HYPOTHESIS_PROFILE", profile)
+    out = pytester.path / "reports"
+    try:
+        result = pytester.runpytest_inprocess(*nodes, "-p", "harness.conformance.plugin",
+                                              "--hypothesis-seed=0", f"--conformance-reports={out}",
+                                              "-W", "ignore::pytest.PytestAssertRewriteWarning",
+                                              "-p", "no:cacheprovider", "-q")
+    finally:
+        settings.register_profile("_engine_tests_restore", previous)
+        settings.load_profile("_engine_tests_restore")
+    return result, json.loads((out / "conformance.json").read_text(encoding="utf-8"))
+
+
+@pytest.mark.reference
+def test_llama_cpp_port_gives_zero_divergences(pytester, monkeypatch):
+    result, report = _run_suite(pytester, monkeypatch, "llama.cpp", "qwen2 llama-spm",
+                                [str(SUITE / "test_golden.py"), str(SUITE / "test_differential.py")])
+    assert result.ret == 0, result.stdout.str()[-3000:]
+    assert report["divergences"] == [] and report["port_errors"] == []
+    assert report["vocabs"]["qwen2"]["golden"]["cases"] > 0
+    assert report["vocabs"]["llama-spm"]["encode"]["cases"] >= 4 * 30
+
+
+# mutant -> the flag combination where its bug shows
+MUTANT_FLAGS = {"bos_qwen2": "add", "lstrip_ignored": "parse"}
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize("mutant", sorted(harness.conformance.mutants.MUTANTS))
+def test_suite_catches_mutant_with_a_short_text(pytester, monkeypatch, mutant):
+    from harness.conformance.mutants import mutant_vocab
+    try:
+        vocab = mutant_vocab(mutant)
+    except ReferenceUnavailable as e:
+        pytest.skip(str(e))
+    vid = Path(vocab).stem.removeprefix("ggml-vocab-") if vocab.endswith(".gguf") else vocab
+    node = f"{SUITE / 'test_differential.py'}::test_differential[{vid}-{MUTANT_FLAGS.get(mutant, 'plain')}]"
+    result, report = _run_suite(pytester, monkeypatch, f"mutant:{mutant}", vocab, [node],
+                                profile="conformance")
+    assert result.ret == 1, result.stdout.str()[-3000:]
+    texts = [d["text"] for d in report["divergences"]]
+    print(f"{mutant}: caught with {texts!r}")
+    assert texts and min(len(t) for t in texts) <= 8, texts
+    assert "DIVERGENCE" in result.stdout.str() and "repro: python -m harness diff" in result.stdout.str()
+
+
+@pytest.mark.reference
+def test_port_error_is_reported_and_other_vocabs_continue(pytester, monkeypatch, tmp_path):
+    script = tmp_path / "flaky_port.py"
+    script.write_text(textwrap.dedent("""
+        import json, sys
+        from reference.inproc import InProcessReference
+        if "qwen2" in sys.argv[1]:
+            print("cannot load qwen2 here", file=sys.stderr); sys.exit(5)
+        ref = InProcessReference.load(sys.argv[1])
+        for line in sys.stdin:
+            r = json.loads(line)
+            if r["op"] == "encode":
+                out = {"ids": ref.encode(r["text"], r["add_special"], r["parse_special"])}
+            elif r["op"] == "decode":
+                out = {"bytes_hex": ref.decode(r["ids"], r["remove_special"], r["unparse_special"]).hex()}
+            else:
+                out = {"bytes_hex": ref.token_to_piece(r["id"], r["special"]).hex()}
+            print(json.dumps(out), flush=True)
+    """))
+    port = f"{shlex.quote(sys.executable)} {script} {{vocab}}"
+    result, report = _run_suite(pytester, monkeypatch, port, "qwen2 gpt-2",
+                                [f"{SUITE / 'test_differential.py'}::test_differential[{v}-plain]"
+                                 for v in ("gpt-2", "qwen2")])
+    assert result.ret == 1
+    result.assert_outcomes(passed=1, errors=1)
+    [err] = report["port_errors"]
+    assert err["vocab"] == "qwen2" and "cannot load qwen2 here" in err["message"]
+    assert report["vocabs"]["gpt-2"]["encode"]["cases"] > 0 and report["divergences"] == []
