@@ -1,0 +1,74 @@
+"""llama-cpp-python 0.3.35 as a port: ``python -m harness.scoreboard.llama_cpp_python --vocab V``.
+
+It wraps the very same llama.cpp commit as the reference, so every
+divergence is a bug of the binding (or of this harness). The calls are the
+binding's own public API, as a user calls it:
+
+==========================  ==================================================
+protocol request            llama-cpp-python call
+==========================  ==================================================
+encode(add_special,         ``Llama.tokenize(text.encode(), add_bos=add_special,
+parse_special)              special=parse_special)`` -> llama_tokenize; exact.
+decode(remove_special,      ``Llama.detokenize(ids, special=unparse_special)``.
+unparse_special)            It has no remove_special: it concatenates
+                            llama_token_to_piece (32-byte buffer) and drops a
+                            leading space after BOS itself, instead of calling
+                            llama_detokenize. remove_special is not expressible.
+piece(special)              ``Llama._model.token_to_piece(id, special)``; the
+                            high-level Llama has no token_to_piece, and this
+                            internal one returns its whole 32-byte buffer.
+info                        ``Llama.n_vocab()``
+==========================  ==================================================
+
+>>> LLAMA_CPP_PYTHON_VERSION
+'0.3.35'
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from harness.scoreboard.server import run
+
+LLAMA_CPP_PYTHON_VERSION = "0.3.35"
+
+
+class LlamaCppPythonBackend:
+    """One vocab loaded with ``Llama(model_path, vocab_only=True)``."""
+
+    def __init__(self, llama):
+        self.llama = llama
+        self.n_vocab = llama.n_vocab()
+
+    @classmethod
+    def load(cls, path: Path) -> "LlamaCppPythonBackend":
+        from llama_cpp import Llama
+        return cls(Llama(model_path=str(path), vocab_only=True, verbose=False))
+
+    def encode(self, text: str, add_special: bool, parse_special: bool) -> list[int]:
+        return self.llama.tokenize(text.encode("utf-8"), add_bos=add_special, special=parse_special)
+
+    def decode(self, ids: list[int], remove_special: bool, unparse_special: bool) -> bytes:
+        # remove_special has no counterpart in the binding (see module docstring).
+        return self.llama.detokenize(ids, special=unparse_special)
+
+    def piece(self, id: int, special: bool) -> bytes:
+        return self.llama._model.token_to_piece(id, special)
+
+
+def _check_library() -> None:
+    import llama_cpp
+    if llama_cpp.__version__ != LLAMA_CPP_PYTHON_VERSION:
+        # A different version wraps a different llama.cpp commit: its results would mean nothing here.
+        raise ImportError(f"llama-cpp-python {llama_cpp.__version__} is installed, the pin needs "
+                          f"{LLAMA_CPP_PYTHON_VERSION} (same llama.cpp commit as the reference)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run(argv, name="llama-cpp-python", check_library=_check_library,
+               load=LlamaCppPythonBackend.load)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,359 @@
+"""The scoreboard without any real port library: protocol handling over fake
+backends, the stdout guard of the servers, probing, shrinking, the report
+reader and the three renderers on synthetic results.
+
+None of this needs transformers, torch or llama-cpp-python; the real run is
+``make scoreboard``.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from harness.errors import HarnessError
+from harness.scoreboard import protocol
+from harness.scoreboard.client import probe
+from harness.scoreboard.hf import HFBackend
+from harness.scoreboard.llama_cpp_python import LlamaCppPythonBackend
+from harness.scoreboard.render import anchor, html_page, json_text, markdown, window_rows
+from harness.scoreboard.results import Cell, cell_from_json, fill_from_report, load_report, minimal_examples, settle
+from harness.scoreboard.sample import chunks, sample
+from harness.scoreboard.server import run
+from harness.scoreboard.shrink import ddmin
+
+
+class Fake:
+    """A backend that records its calls: ids are code points, +1000 per flag."""
+
+    n_vocab = 42
+
+    def __init__(self):
+        self.calls = []
+
+    def encode(self, text, add_special, parse_special):
+        self.calls.append(("encode", text, add_special, parse_special))
+        if text == "boom":
+            raise RuntimeError("library exploded")
+        return [ord(c) + 1000 * add_special + 2000 * parse_special for c in text]
+
+    def decode(self, ids, remove_special, unparse_special):
+        self.calls.append(("decode", ids, remove_special, unparse_special))
+        return bytes(i % 256 for i in ids)
+
+    def piece(self, id, special):
+        self.calls.append(("piece", id, special))
+        return b"\xff" if special else b""
+
+
+# --- protocol: one answer per line, errors keep serving ----------------------------------------
+
+GOOD = [
+    ({"op": "encode", "text": "ab", "add_special": True, "parse_special": False}, {"ids": [1097, 1098]}),
+    ({"op": "decode", "ids": [97, 354], "remove_special": False, "unparse_special": True},
+     {"bytes_hex": "6162"}),
+    ({"op": "piece", "id": 3, "special": True}, {"bytes_hex": "ff"}),
+    ({"op": "info"}, {"n_vocab": 42}),
+]
+
+
+@pytest.mark.parametrize("request_, expected", GOOD, ids=[g[0]["op"] for g in GOOD])
+def test_valid_requests(request_, expected):
+    assert protocol.handle(Fake(), json.dumps(request_)) == expected
+
+
+def test_flags_reach_the_backend_unchanged():
+    fake = Fake()
+    protocol.handle(fake, '{"op":"encode","text":"x","add_special":false,"parse_special":true}')
+    protocol.handle(fake, '{"op":"decode","ids":[1],"remove_special":true,"unparse_special":false}')
+    assert fake.calls == [("encode", "x", False, True), ("decode", [1], True, False)]
+
+
+BAD = {
+    "not json": ("{op: encode", "not JSON"),
+    "not an object": ("[1, 2]", "must be a JSON object"),
+    "unknown op": ('{"op": "tokenize"}', "unknown op 'tokenize'"),
+    "no op": ('{"text": "a"}', "unknown op None"),
+    "text not str": ('{"op":"encode","text":5,"add_special":false,"parse_special":false}', "'text' must be str"),
+    "flag not bool": ('{"op":"encode","text":"a","add_special":1,"parse_special":false}',
+                      "'add_special' must be bool"),
+    "missing flag": ('{"op":"encode","text":"a","add_special":false}', "missing 'parse_special'"),
+    "ids not list": ('{"op":"decode","ids":"1 2","remove_special":false,"unparse_special":false}',
+                     "'ids' must be list"),
+    "bool in ids": ('{"op":"decode","ids":[1,true],"remove_special":false,"unparse_special":false}',
+                    "only ints, got True"),
+    "id is bool": ('{"op":"piece","id":false,"special":false}', "'id' must be int"),
+    "lone surrogate": ('{"op":"encode","text":"a\\ud800","add_special":false,"parse_special":false}',
+                       "not valid Unicode"),
+    "backend raises": ('{"op":"encode","text":"boom","add_special":false,"parse_special":false}',
+                       "port raised RuntimeError: library exploded"),
+}
+
+
+@pytest.mark.parametrize("line, message", BAD.values(), ids=BAD.keys())
+def test_bad_requests_answer_an_error(line, message):
+    response = protocol.handle(Fake(), line)
+    assert list(response) == ["error"] and message in response["error"]
+
+
+def _serve(lines: list[bytes], load) -> list[dict]:
+    out = io.BytesIO()
+    assert protocol.serve(load, io.BytesIO(b"".join(lines)), out) == 0
+    return [json.loads(line) for line in out.getvalue().splitlines()]
+
+
+def test_serve_answers_every_line_in_order_and_keeps_serving():
+    lines = [b'{"op":"info"}\n', b"garbage\n", b"\n", b"\xff\xfe\n",
+             b'{"op":"encode","text":"boom","add_special":false,"parse_special":false}\n',
+             b'{"op":"encode","text":"b","add_special":false,"parse_special":false}\n']
+    answers = _serve(lines, Fake)
+    assert len(answers) == len(lines)
+    assert answers[0] == {"n_vocab": 42} and answers[-1] == {"ids": [98]}
+    assert all("error" in a for a in answers[1:5])
+    assert "not UTF-8" in answers[3]["error"]
+
+
+def test_a_vocab_that_cannot_load_is_unsupported_on_every_request():
+    def load():
+        raise ValueError("GGUF model with architecture mpt\nis not supported yet.")
+    answers = _serve([b'{"op":"info"}\n', b'{"op":"encode"}\n'], load)
+    assert answers == [{"error": "unsupported: ValueError: GGUF model with architecture mpt "
+                                 "is not supported yet."}] * 2
+
+
+# --- servers: exit codes and the stdout guard --------------------------------------------------
+
+def test_server_exit_codes(tmp_path, capsys):
+    assert run(["--vocab", str(tmp_path / "missing.gguf")], name="x",
+               check_library=lambda: None, load=lambda p: Fake()) == protocol.EXIT_USAGE
+    assert "no such file" in capsys.readouterr().err
+
+
+_FAKE_SERVER = textwrap.dedent("""
+    import os, sys
+    from harness.scoreboard.server import run
+    sys.path.insert(0, {tests!r})
+    from test_scoreboard import Fake
+    def load(path):
+        if path.name == "bad.gguf":
+            raise ValueError("cannot convert " + path.name)
+        print("chatty library on stdout")      # must not reach the protocol stream
+        os.write(1, b"C printf on fd 1\\n")
+        return Fake()
+    def missing():
+        raise ImportError("No module named 'nothing'")
+    check = missing if os.environ.get("NO_LIB") else (lambda: None)
+    sys.exit(run(None, name="fake", check_library=check, load=load))
+""")
+
+
+@pytest.fixture
+def fake_server(tmp_path):
+    script = tmp_path / "fake_server.py"
+    script.write_text(_FAKE_SERVER.format(tests=str(__import__("pathlib").Path(__file__).parent)))
+    (tmp_path / "good.gguf").write_bytes(b"")
+    (tmp_path / "bad.gguf").write_bytes(b"")
+    return script
+
+
+def test_library_prints_go_to_stderr_not_between_answers(fake_server, tmp_path):
+    proc = subprocess.run([sys.executable, str(fake_server), "--vocab", str(tmp_path / "good.gguf")],
+                          input=b'{"op":"info"}\n{"op":"nope"}\n', capture_output=True, timeout=60)
+    answers = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert answers[0] == {"n_vocab": 42} and "error" in answers[1] and len(answers) == 2
+    assert b"chatty library" in proc.stderr and b"C printf" in proc.stderr
+
+
+def test_missing_library_exits_3_with_the_install_hint(fake_server, tmp_path):
+    proc = subprocess.run([sys.executable, str(fake_server), "--vocab", str(tmp_path / "good.gguf")],
+                          input=b"", capture_output=True, timeout=60, env={**__import__("os").environ,
+                                                                            "NO_LIB": "1"})
+    assert proc.returncode == protocol.EXIT_MISSING_LIBRARY and b"[ports]" in proc.stderr
+
+
+def test_probe_tells_unsupported_from_loaded_and_from_broken(fake_server, tmp_path):
+    command = f"{sys.executable} {fake_server} --vocab {{vocab}}"
+    assert probe(command, tmp_path / "good.gguf") == ("ok", "")
+    assert probe(command, tmp_path / "bad.gguf") == ("unsupported", "ValueError: cannot convert bad.gguf")
+    status, detail = probe(f"{sys.executable} -c 'raise SystemExit(9)' {{vocab}}", tmp_path / "good.gguf")
+    assert status == "port-error" and "code 9" in detail
+
+
+# --- the adapters' flag mapping, over fake library objects -------------------------------------
+
+class FakeHF:
+    def __len__(self):
+        return 5
+
+    def __call__(self, text, **kw):
+        self.kw = kw
+        return {"input_ids": [1, 2]}
+
+    def decode(self, ids, **kw):
+        self.kw = kw
+        return "é"
+
+
+@pytest.mark.parametrize("remove, unparse, skip", [(False, False, True), (False, True, False),
+                                                    (True, False, True), (True, True, True)])
+def test_hf_decode_flag_mapping(remove, unparse, skip):
+    tok = FakeHF()
+    assert HFBackend(tok).decode([1], remove, unparse) == "é".encode()
+    assert tok.kw == {"skip_special_tokens": skip}
+
+
+def test_hf_encode_flag_mapping():
+    tok = FakeHF()
+    backend = HFBackend(tok)
+    assert backend.n_vocab == 5 and backend.encode("x", False, True) == [1, 2]
+    assert tok.kw == {"add_special_tokens": False, "split_special_tokens": False}
+
+
+def test_llama_cpp_python_flag_mapping():
+    class Llama:
+        _model = None
+
+        def n_vocab(self):
+            return 9
+
+        def tokenize(self, data, add_bos, special):
+            return [len(data), add_bos, special]
+
+        def detokenize(self, ids, special):
+            return bytes([len(ids), special])
+
+    backend = LlamaCppPythonBackend(Llama())
+    assert backend.n_vocab == 9
+    assert backend.encode("é", True, False) == [2, True, False]
+    assert backend.decode([1, 2], False, True) == b"\x02\x01"
+
+
+# --- shrinking and the corpus sample -----------------------------------------------------------
+
+def test_ddmin_finds_a_one_minimal_text():
+    text = "lorem ipsum 7777 dolor 3333 sit"
+    assert ddmin(text, lambda t: "77" in t) == "77"
+    assert ddmin(text, lambda t: "7" in t and "3" in t) in ("73",)
+
+
+class Enc:
+    def __init__(self, bug: str | None):
+        self.bug = bug
+
+    def encode(self, text, *, add_special=False, parse_special=False):
+        ids = [ord(c) for c in text] + [1] * add_special
+        return [0 if self.bug and c == self.bug else i for c, i in zip(text, ids)] + ids[len(text):]
+
+
+def test_sample_counts_and_shrinks_each_diverging_combination():
+    texts = chunks("hello world. " * 40 + "x", 64)
+    result = sample(Enc("x"), Enc(None), texts)
+    assert result.compared == 4 * len(texts) and result.agreed == 4 * (len(texts) - 1)
+    assert [e.text for e in result.examples] == ["x"] * 4
+    assert result.examples[0].index == 0 and result.examples[0].port_ids == [0]
+    clean = sample(Enc(None), Enc(None), texts)
+    assert clean.agreed == clean.compared and clean.examples == []
+
+
+# --- the report reader and the renderers on synthetic results ----------------------------------
+
+def _div(vocab, check="encode", text="ab", add=False, parse=False):
+    return {"check": check, "vocab": vocab, "add_special": add, "parse_special": parse, "text": text,
+            "index": 1, "byte_offset": 1, "reference_ids": [5, 6, 7], "port_ids": [5, 8],
+            "pieces": {"5": "61", "6": "62", "7": "7c"}, "repro": "python -m harness diff --vocab x"}
+
+
+REPORT = {"schema": 1,
+          "divergences": [_div("v1", "golden", "a b"), _div("v1", "encode", "ab", True, True),
+                          _div("v1", "crosscheck", "zz")],
+          "port_errors": [{"vocab": "v3", "test": "t", "message": "port crashed"}],
+          "vocabs": {"v1": {"golden": {"cases": 10, "divergences": 1},
+                            "encode": {"cases": 500, "divergences": 1}},
+                     "v2": {"golden": {"cases": 4, "divergences": 0},
+                            "encode": {"cases": 800, "divergences": 0}},
+                     "v3": {"encode": {"cases": 0, "divergences": 0, "port_errors": 1}}}}
+
+
+@pytest.fixture
+def cells(tmp_path):
+    path = tmp_path / "conformance.json"
+    path.write_text(json.dumps(REPORT))
+    report = load_report(path)
+    out = [fill_from_report(Cell("hf", v), report) for v in ("v1", "v2", "v3")]
+    out.append(settle(Cell("hf", "v4", status="unsupported", error="ValueError: mpt | not supported")))
+    return out
+
+
+def test_report_reader_builds_cells(cells):
+    v1, v2, v3, v4 = cells
+    assert (v1.status, v1.golden_text(), v1.generated_text()) == ("diverges", "9/10", "enc 3/4 dec 4/4")
+    assert [d["text"] for d in v1.oracle] == ["zz"] and len(v1.divergences) == 2
+    assert (v2.status, v2.golden_text(), v2.generated_text()) == ("pass", "4/4", "enc 4/4 dec 4/4")
+    assert (v3.status, v3.error) == ("port-error", "port crashed")
+    assert (v4.status, v4.golden_text()) == ("unsupported", "-")
+    assert [d["text"] for d in minimal_examples(v1)] == ["a b", "ab"]
+
+
+def test_report_reader_refuses_a_report_missing_a_documented_key(tmp_path):
+    bad = dict(REPORT, divergences=[{k: v for k, v in _div("v1").items() if k != "port_ids"}])
+    (tmp_path / "c.json").write_text(json.dumps(bad))
+    with pytest.raises(HarnessError, match="port_ids"):
+        load_report(tmp_path / "c.json")
+    with pytest.raises(HarnessError, match="cannot read"):
+        load_report(tmp_path / "absent.json")
+
+
+def test_window_rows_label_ids_with_reference_pieces():
+    assert window_rows(_div("v")) == [(0, "5 'a'", "5 'a'"), (1, "6 'b'", "8"), (2, "7 '|'", "(end)")]
+
+
+META = {"llama_cpp": "4df29be", "profile": "ci", "generated_at": "now"}
+
+
+def test_markdown_table_and_sections(cells):
+    md = markdown(cells, ["hf"], ["v1", "v2", "v3", "v4"], META)
+    lines = md.splitlines()
+    assert "| vocab | hf |" in lines and "|---|---|" in lines
+    row = {line.split("|")[1].strip(): line for line in lines if line.startswith("| v")}
+    assert "diverges" in row["v1"] and "golden 9/10" in row["v1"] and "gen enc 3/4 dec 4/4" in row["v1"]
+    assert f"(#{anchor('hf', 'v1')})" in row["v1"] and "pass" in row["v2"]
+    assert "unsupported" in row["v4"] and f"(#{anchor('hf', 'v4')})" in row["v4"]
+    for v in ("v1", "v3", "v4"):
+        assert f'<a id="{anchor("hf", v)}"></a>' in md
+    assert "ValueError: mpt | not supported" in md  # the error, in a code block
+    assert "| 2 | `7 '\\|'` | `(end)` |" in md  # a '|' piece does not break the table
+
+
+def test_html_cells_link_to_their_diffs(cells):
+    page = html_page(cells, ["hf"], ["v1", "v2", "v3", "v4"], META)
+    for v in ("v1", "v2", "v3", "v4"):
+        assert f"href='#{anchor('hf', v)}'" in page and f"id='{anchor('hf', v)}'" in page
+    assert "<td class='diverges'>" in page and "<td class='unsupported'>" in page
+    assert "mpt | not supported" in page and "&#x27;ab&#x27;" in page
+    assert page.count("<tr class='at'>") == 3  # golden + encode + oracle diffs, divergence marked
+
+
+def test_json_round_trips(cells):
+    data = json.loads(json_text(cells, ["hf"], ["v1", "v2", "v3", "v4"], META))
+    assert data["schema"] == 1 and data["ports"] == ["hf"]
+    v1 = data["cells"][0]
+    assert v1["status"] == "diverges" and v1["golden"] == {"cases": 10, "failed": 1}
+    assert v1["generated"]["failing_combos"] == {"encode": [[True, True]], "decode": []}
+    assert data["cells"][3]["error"].startswith("ValueError")
+    assert [cell_from_json(c) for c in data["cells"]] == cells
+
+
+def test_merge_re_renders_one_scoreboard_per_port(cells, tmp_path):
+    from harness.scoreboard.run import main
+    other = [Cell("lcp", c.vocab, status="pass", golden_cases=1, generated_examples=1) for c in cells]
+    for name, group, port in (("a.json", cells, "hf"), ("b.json", other, "lcp")):
+        (tmp_path / name).write_text(json_text(group, [port], ["v1", "v2", "v3", "v4"], META))
+    assert main(["--merge", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--out", str(tmp_path)]) == 0
+    md = (tmp_path / "scoreboard.md").read_text()
+    assert "| vocab | hf | lcp |" in md and md.count("✅ pass") == 1 + 4
+    assert json.loads((tmp_path / "scoreboard.json").read_text())["ports"] == ["hf", "lcp"]
