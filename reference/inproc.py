@@ -95,6 +95,12 @@ class InProcessReference:
             _INSTANCES[key] = cls(Path(path))
         return _INSTANCES[key]
 
+    @property
+    def handle(self) -> int:
+        """The ``const llama_vocab *`` as an int, for calling other libllama getters
+        (``llama_vocab_get_attr`` and friends) with explicitly declared signatures."""
+        return self._vocab
+
     def close(self) -> None:
         """Free the model (instances from ``load`` are shared: do not close those)."""
         if self._model:
