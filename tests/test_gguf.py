@@ -141,7 +141,7 @@ def test_truncated_real_vocab_is_refused_everywhere(tmp_path):
     """Cut a real vocab at many points: always a GGUFFormatError, never anything else."""
     data = (VOCABS[0] if VOCABS else None)
     if data is None:
-        pytest.skip("no pinned vocabs in vocabs/ (run `make vocabs`)")
+        pytest.skip("no pinned vocabs in vocabs/ (run `make fetch`)")
     raw = data.read_bytes()
     for cut in sorted({5, 23, 24, 40, 100, 1000, len(raw) // 3, len(raw) // 2, len(raw) - 1}):
         with pytest.raises(GGUFFormatError):
@@ -251,7 +251,7 @@ def test_write_then_read_round_trip(tmp_path):
 
 def test_rewrite_metadata_changes_only_what_was_asked(tmp_path):
     if not VOCABS:
-        pytest.skip("no pinned vocabs in vocabs/ (run `make vocabs`)")
+        pytest.skip("no pinned vocabs in vocabs/ (run `make fetch`)")
     src = next(p for p in VOCABS if "qwen2" in p.name) if any("qwen2" in p.name for p in VOCABS) else VOCABS[0]
     dst = tmp_path / "d.gguf"
     rewrite_metadata(src, dst, {Keys.Tokenizer.PRE: (T.STRING, "qwen35"), Keys.General.NAME: None,
