@@ -14,7 +14,7 @@ SOURCE_FLAG := $(if $(SOURCE),--source $(SOURCE),)
 
 export LLAMA_CPP_DIR PORT VOCABS HYPOTHESIS_PROFILE
 
-.PHONY: all fetch reference test conformance sweep bench scoreboard pin verify clean help
+.PHONY: all fetch reference test test-slow conformance sweep bench scoreboard pin verify clean help
 
 all: test
 
@@ -39,6 +39,10 @@ reference: fetch
 test: reference
 	LLAMA_CONFORMANCE_REQUIRE_REFERENCE=1 HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} \
 	  $(PY) -m pytest -n $(JOBS) -m "not slow" tests
+
+# The long checks: every token piece re-encoded, 1 MB texts, every pre string (about 15 minutes).
+test-slow: reference
+	LLAMA_CONFORMANCE_REQUIRE_REFERENCE=1 $(PY) -m pytest -n $(JOBS) -m slow tests
 
 conformance: reference
 	mkdir -p reports

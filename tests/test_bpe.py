@@ -43,14 +43,19 @@ def tokenizer(name: str):
     return Tokenizer.from_gguf(require(vocab_path, name))
 
 
-def _mismatches(tok, ref, texts) -> list[str]:
+FLAG_COMBOS = [(a, p) for a in (False, True) for p in (False, True)]
+
+
+def _mismatches(tok, ref, texts, combos=FLAG_COMBOS) -> list[str]:
+    """Texts whose ids differ under any (add_special, parse_special) combination."""
     bad = []
-    for text in texts:
-        ours = tok.encode(text, add_special=False, parse_special=False)
-        theirs = ref.encode(text, add_special=False, parse_special=False)
+    for text, (add, parse) in ((t, c) for t in texts for c in combos):
+        ours = tok.encode(text, add_special=add, parse_special=parse)
+        theirs = ref.encode(text, add_special=add, parse_special=parse)
         if ours != theirs:
             i = next((k for k, (a, b) in enumerate(zip(ours, theirs)) if a != b), min(len(ours), len(theirs)))
-            bad.append(f"{text!r}: first divergence at {i}: ours {ours[max(0, i - 2):i + 6]} "
+            bad.append(f"{text!r} add_special={add} parse_special={parse}: first divergence at {i}: "
+                       f"ours {ours[max(0, i - 2):i + 6]} "
                        f"llama.cpp {theirs[max(0, i - 2):i + 6]}")
     return bad
 
@@ -71,6 +76,30 @@ def test_golden_cases(name):
 def test_inp_texts_agree_with_reference(name, inproc):
     from reference.vocabs import all_inp_texts
     bad = _mismatches(tokenizer(name), inproc(name), require(all_inp_texts))
+    assert not bad, f"{name}: {len(bad)} mismatches:\n" + "\n".join(bad[:10])
+
+
+def _pieces(ref, ids) -> list[bytes]:
+    return [ref.token_to_piece(i, special=True) for i in ids]
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize("name", ALL_BPE)
+def test_token_pieces_reencode_alike_sample(name, inproc):
+    """A fixed sample of 3000 token pieces (special=True) re-encoded; all of them in the slow test."""
+    ref = inproc(name)
+    ids = range(0, ref.n_vocab, max(1, ref.n_vocab // 3000))
+    bad = _mismatches(tokenizer(name), ref, _pieces(ref, ids), combos=[(False, False), (False, True)])
+    assert not bad, f"{name}: {len(bad)} mismatches:\n" + "\n".join(bad[:10])
+
+
+@pytest.mark.slow
+@pytest.mark.reference
+@pytest.mark.parametrize("name", ALL_BPE)
+def test_every_token_piece_reencodes_alike(name, inproc):
+    """Every token's own piece (special=True) re-encoded (make test-slow)."""
+    ref = inproc(name)
+    bad = _mismatches(tokenizer(name), ref, _pieces(ref, range(ref.n_vocab)), combos=[(False, False), (False, True)])
     assert not bad, f"{name}: {len(bad)} mismatches:\n" + "\n".join(bad[:10])
 
 
