@@ -16,7 +16,6 @@ Three layers, each a different question:
 from __future__ import annotations
 
 import functools
-import itertools
 import random
 
 import pytest
@@ -29,7 +28,7 @@ from harness.vocab import Vocab
 from reference import vocabs
 
 SPM_VOCABS = ["llama-spm", "phi-3", "baichuan"]
-FLAGS = list(itertools.product([False, True], repeat=2))
+from agreement import FLAGS, mismatches, report  # noqa: E402  (tests/agreement.py)
 USER_DEFINED = 16
 
 # Adversarial texts; the number is the class in docs/known-port-bugs.md.
@@ -67,20 +66,6 @@ def _session_input(text: bytes) -> bytes:
     """What llama.cpp's SPM branch passes the session for a lone fragment at the start."""
     return (b" " + text).replace(b" ", "\u2581".encode())
 
-
-def _mismatches(port, ref, texts, flags=FLAGS):
-    bad = []
-    for text in texts:
-        for add, parse in flags:
-            want = ref.encode(text, add_special=add, parse_special=parse)
-            got = port.encode(text, add_special=add, parse_special=parse)
-            if got != want:
-                bad.append((text, add, parse, got, want))
-    return bad
-
-
-def _report(bad, total):
-    return f"{len(bad)}/{total} mismatches; first (text, add_special, parse_special, ours, llama.cpp): {bad[0]!r}"
 
 
 # --- 1. tiny vocabs ---------------------------------------------------------------------------
@@ -169,8 +154,8 @@ def test_golden_cases(name):
 @pytest.mark.parametrize("name", SPM_VOCABS)
 def test_all_flag_combinations(name, inproc):
     texts = vocabs.all_inp_texts() + ADVERSARIAL + ADVERSARIAL_BYTES + _random_texts(2, 200)
-    bad = _mismatches(_tokenizer(name), inproc(name), texts)
-    assert not bad, _report(bad, len(texts) * len(FLAGS))
+    bad = mismatches(_tokenizer(name), inproc(name), texts)
+    assert not bad, report(bad, len(texts) * len(FLAGS))
 
 
 @pytest.mark.parametrize("name", SPM_VOCABS)
@@ -180,8 +165,8 @@ def test_every_token_piece_reencodes_alike(name, inproc):
     pieces = [ref.token_to_piece(i, special=True) for i in range(ref.n_vocab)]
     # plus a fixed sample of raw token texts (with their '▁' / '##' unescaped spelling)
     pieces += random.Random(0).sample(_vocab(name).tokens, 3000)
-    bad = _mismatches(tok, ref, pieces, flags=[(False, False), (False, True)])
-    assert not bad, _report(bad, 2 * len(pieces))
+    bad = mismatches(tok, ref, pieces, flags=[(False, False), (False, True)])
+    assert not bad, report(bad, 2 * len(pieces))
 
 
 # --- random tiny vocabs: queue order under many score ties ------------------------------------

@@ -25,7 +25,7 @@ from harness.vocab import Vocab
 from reference import vocabs
 
 NAME = "nomic-bert-moe"
-FLAGS = list(itertools.product([False, True], repeat=2))
+from agreement import FLAGS, mismatches, report  # noqa: E402  (tests/agreement.py)
 USER_DEFINED = 16
 
 # Classes 18 (UNK on emoji), 20 (charsmap / remove_extra_whitespaces / '!!!!!!'), 21 (invalid UTF-8).
@@ -60,20 +60,6 @@ def _tokenizer(name: str = NAME):
     from harness.tokenizer import Tokenizer
     return Tokenizer(_vocab(name))
 
-
-def _mismatches(port, ref, texts, flags=FLAGS):
-    bad = []
-    for text in texts:
-        for add, parse in flags:
-            want = ref.encode(text, add_special=add, parse_special=parse)
-            got = port.encode(text, add_special=add, parse_special=parse)
-            if got != want:
-                bad.append((text, add, parse, got, want))
-    return bad
-
-
-def _report(bad, total):
-    return f"{len(bad)}/{total} mismatches; first (text, add_special, parse_special, ours, llama.cpp): {bad[0]!r}"
 
 
 # --- 1. tiny vocabs with a hand-built charsmap --------------------------------------------------
@@ -193,8 +179,8 @@ def test_session_matches_reference(inproc):
 
 def test_all_flag_combinations(inproc):
     texts = vocabs.all_inp_texts() + ADVERSARIAL + ADVERSARIAL_BYTES + _random_texts(2, 200)
-    bad = _mismatches(_tokenizer(), inproc(NAME), texts)
-    assert not bad, _report(bad, len(texts) * len(FLAGS))
+    bad = mismatches(_tokenizer(), inproc(NAME), texts)
+    assert not bad, report(bad, len(texts) * len(FLAGS))
 
 
 def test_token_pieces_reencode_alike(inproc):
@@ -204,8 +190,8 @@ def test_token_pieces_reencode_alike(inproc):
                  | {i for i, a in enumerate(vocab.attrs) if a & ~4})
     pieces = [ref.token_to_piece(i, special=True) for i in ids]
     pieces += [vocab.tokens[i] for i in ids[:3000]]  # raw texts too (with their '▁')
-    bad = _mismatches(tok, ref, pieces, flags=[(False, False), (False, True)])
-    assert not bad, _report(bad, 2 * len(pieces))
+    bad = mismatches(tok, ref, pieces, flags=[(False, False), (False, True)])
+    assert not bad, report(bad, 2 * len(pieces))
 
 
 # --- random tiny vocabs: Viterbi ties, unk runs, user-defined prefixes --------------------------

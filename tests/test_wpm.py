@@ -9,7 +9,6 @@ goldens, four flag combinations, adversarial texts, every token's piece.
 from __future__ import annotations
 
 import functools
-import itertools
 import random
 
 import pytest
@@ -22,7 +21,7 @@ from harness.vocab import Vocab
 from reference import vocabs
 
 NAME = "bert-bge"
-FLAGS = list(itertools.product([False, True], repeat=2))
+from agreement import FLAGS, mismatches, report  # noqa: E402  (tests/agreement.py)
 USER_DEFINED = 16
 
 # Class 19 (WordPiece normalisation) of docs/known-port-bugs.md, plus the edges of preprocess.
@@ -54,20 +53,6 @@ def _tokenizer(name: str = NAME):
     from harness.tokenizer import Tokenizer
     return Tokenizer(_vocab(name))
 
-
-def _mismatches(port, ref, texts, flags=FLAGS):
-    bad = []
-    for text in texts:
-        for add, parse in flags:
-            want = ref.encode(text, add_special=add, parse_special=parse)
-            got = port.encode(text, add_special=add, parse_special=parse)
-            if got != want:
-                bad.append((text, add, parse, got, want))
-    return bad
-
-
-def _report(bad, total):
-    return f"{len(bad)}/{total} mismatches; first (text, add_special, parse_special, ours, llama.cpp): {bad[0]!r}"
 
 
 # --- 1. tiny vocabs ---------------------------------------------------------------------------
@@ -144,8 +129,8 @@ def test_golden_cases():
 
 def test_all_flag_combinations(inproc):
     texts = vocabs.all_inp_texts() + ADVERSARIAL + ADVERSARIAL_BYTES + _random_texts(2, 200)
-    bad = _mismatches(_tokenizer(), inproc(NAME), texts)
-    assert not bad, _report(bad, len(texts) * len(FLAGS))
+    bad = mismatches(_tokenizer(), inproc(NAME), texts)
+    assert not bad, report(bad, len(texts) * len(FLAGS))
 
 
 def test_every_token_piece_reencodes_alike(inproc):
@@ -154,5 +139,5 @@ def test_every_token_piece_reencodes_alike(inproc):
     pieces = [ref.token_to_piece(i, special=True) for i in range(ref.n_vocab)]
     # plus a fixed sample of raw token texts (with their '▁' / '##' unescaped spelling)
     pieces += random.Random(0).sample(_vocab(NAME).tokens, 3000)
-    bad = _mismatches(tok, ref, pieces, flags=[(False, False), (False, True)])
-    assert not bad, _report(bad, 2 * len(pieces))
+    bad = mismatches(tok, ref, pieces, flags=[(False, False), (False, True)])
+    assert not bad, report(bad, 2 * len(pieces))
