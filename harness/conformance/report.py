@@ -122,11 +122,14 @@ def repro_command(vocab: str, text: str, add_special: bool, parse_special: bool,
 
     >>> repro_command("qwen2", "a b", True, False)
     "python -m harness diff --vocab qwen2 --text 'a b' --add-special"
+    >>> repro_command("qwen2", "->", False, False)
+    "python -m harness diff --vocab qwen2 --text='->'"
     >>> print(repro_command("qwen2", "a\xa0", False, False))
     python -m harness diff --vocab qwen2 --text-repr '"a\xa0"'
     """
     if text and all(_reads_as_itself(c) for c in text) and text == text.strip(" ") and "'" not in text:
-        arg = f"--text {shlex.quote(text)}"
+        # "--text=-x": a text starting with "-" would otherwise be read as an option.
+        arg = f"--text{'=' if text.startswith('-') else ' '}{shlex.quote(text)}"
     else:
         arg = f"--text-repr '{py_literal(text)}'"
     parts = ["python -m harness diff", f"--vocab {shlex.quote(vocab)}", arg]
