@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from harness.errors import VocabError
+
 
 # --- libstdc++ std::sort, replayed exactly --------------------------------------------------
 # cache_special_tokens is sorted with std::sort (introsort: unstable), comparing text

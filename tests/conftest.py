@@ -7,21 +7,9 @@ where a missing reference is an error: CI must never pass by skipping.
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
-from harness.errors import ReferenceUnavailable
-
-
-def require(fn, *args):
-    """Call ``fn(*args)``; turn ReferenceUnavailable into a skip (or a failure under make)."""
-    try:
-        return fn(*args)
-    except ReferenceUnavailable as e:
-        if os.environ.get("LLAMA_CONFORMANCE_REQUIRE_REFERENCE") == "1":
-            pytest.fail(f"reference unavailable: {e}")
-        pytest.skip(str(e))
+from needs import require
 
 
 @pytest.fixture(scope="session")

@@ -17,7 +17,7 @@ from harness import unicode as U
 from harness.algorithms.bpe import LlamaAbort, Session, merge_word, utf8_symbols
 from harness.errors import HarnessError, ReferenceFailure
 
-from conftest import require
+from needs import require
 
 GOLDEN_BPE = ["command-r", "deepseek-coder", "deepseek-llm", "falcon", "gemma-4", "gpt-2", "llama-bpe",
               "mpt", "qwen2", "qwen35", "refact", "starcoder"]

@@ -37,7 +37,8 @@ from harness.conformance.diff import Divergence, first_byte_divergence, first_di
 from harness.conformance.diffcmd import parse_args
 from harness.conformance.ports import ExternalPort, split_command
 from harness.conformance.report import Finding, html_page, render_token, repro_command, summary_table, text_block
-from harness.errors import PortError, ReferenceUnavailable
+from harness.errors import PortError
+from needs import require
 
 pytest_plugins = ["pytester"]
 SUITE = Path(__file__).parent / "conformance"
@@ -296,11 +297,8 @@ def _run_suite(pytester, monkeypatch, port, vocabs, nodes, profile="ci"):
     """Run tests/conformance nodes in process; return (result, report json)."""
     from hypothesis import settings
     monkeypatch.setenv("LLAMA_CONFORMANCE_CACHE", str(CACHE))
-    try:
-        from reference.build import artifacts
-        artifacts()
-    except ReferenceUnavailable as e:
-        pytest.skip(f"reference not built: {e}")
+    from reference.build import artifacts
+    require(artifacts)
     previous = settings.default
     monkeypatch.setenv("PORT", port)
     monkeypatch.setenv("VOCABS", vocabs)
@@ -335,10 +333,7 @@ MUTANT_FLAGS = {"bos_qwen2": "add", "lstrip_ignored": "parse"}
 @pytest.mark.parametrize("mutant", sorted(harness.conformance.mutants.MUTANTS))
 def test_suite_catches_mutant_with_a_short_text(pytester, monkeypatch, mutant):
     from harness.conformance.mutants import mutant_vocab
-    try:
-        vocab = mutant_vocab(mutant)
-    except ReferenceUnavailable as e:
-        pytest.skip(str(e))
+    vocab = require(mutant_vocab, mutant)
     vid = Path(vocab).stem.removeprefix("ggml-vocab-") if vocab.endswith(".gguf") else vocab
     node = f"{SUITE / 'test_differential.py'}::test_differential[{vid}-{MUTANT_FLAGS.get(mutant, 'plain')}]"
     result, report = _run_suite(pytester, monkeypatch, f"mutant:{mutant}", vocab, [node],

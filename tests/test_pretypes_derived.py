@@ -18,7 +18,7 @@ import pytest
 from harness.algorithms.bpe import LlamaAbort
 from harness.pretypes import ALL_PRE_TYPES, PRE_NAMES
 
-from conftest import require
+from needs import require
 
 TEXTS: list[bytes] = [s.encode() if isinstance(s, str) else s for s in [
     "Hello World! camelCase HTTPServer iPhone ПриВет мир",

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import require
+from needs import require
 from harness.serve import handle
 from harness.tokenizer import Tokenizer
 

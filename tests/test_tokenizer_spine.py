@@ -13,7 +13,7 @@ import re
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from conftest import require
+from needs import require
 from harness.errors import HarnessError
 from harness.gguf import GGUFValueType as T, Keys
 from harness.gguf.writer import rewrite_metadata, write_gguf

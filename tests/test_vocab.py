@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import require
+from needs import require
 from harness.errors import UnsupportedPreTokenizer, VocabError
 from harness.gguf import GGUFValueType as T, Keys
 from harness.gguf.writer import write_gguf

@@ -27,10 +27,11 @@ import re
 from pathlib import Path
 
 import pytest
+from needs import require
 
 from harness.conformance.checks import Session
 from harness.conformance.strategies import register_profiles
-from harness.errors import HarnessError, ReferenceUnavailable
+from harness.errors import HarnessError
 
 FLAGS = {"plain": (False, False), "parse": (False, True), "add": (True, False), "add_parse": (True, True)}
 
@@ -87,15 +88,6 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.xdist_group(Path(str(spec.params["vocab"])).stem))
 
 
-def _require(fn):
-    try:
-        return fn()
-    except ReferenceUnavailable as e:
-        if os.environ.get("LLAMA_CONFORMANCE_REQUIRE_REFERENCE") == "1":
-            pytest.fail(f"reference unavailable: {e}")
-        pytest.skip(str(e))
-
-
 @pytest.fixture(scope="session")
 def session():
     """One Session per worker: each reference, vocab and port loaded once."""
@@ -115,7 +107,7 @@ def recorder(request, vocab):
 @pytest.fixture
 def vut(session, vocab):
     """The vocab under test, with its port opened (a PortError fails setup)."""
-    v = _require(lambda: session.vocab(vocab))
+    v = require(lambda: session.vocab(vocab))
     # Probe now: a port that cannot start is one setup error, not hundreds of failing examples.
     v.port.encode("", add_special=False, parse_special=False)
     return v
@@ -124,7 +116,7 @@ def vut(session, vocab):
 @pytest.fixture
 def vocab_ref(session, vocab):
     """The vocab with its reference only (the port is not opened)."""
-    return _require(lambda: session.vocab(vocab))
+    return require(lambda: session.vocab(vocab))
 
 
 @pytest.fixture
@@ -132,5 +124,5 @@ def cli_reference(vocab_ref):
     """llama-tokenize for this vocab (skips, or fails under make, if not built)."""
     from reference.build import artifacts
     from reference.cli import CliReference
-    _require(artifacts)
+    require(artifacts)
     return CliReference(vocab_ref.path)

@@ -27,6 +27,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:Generating overly large repr")
 @example(recipe=known("->"))              # qwen2: missing pre -> GPT-2 fallback
 @example(recipe=known(" Việt"))           # llama3: ignore_merges
 @example(recipe=known("'RE"))             # llama3/qwen2: contraction case
+@example(recipe=known("'Rex"))            # qwen2: (?i:'re) takes "'Re"; a case-sensitive port keeps "'Rex"
 @example(recipe=known("7777"))            # qwen2/llama3: digit grouping ("What is 7777 + 3333?")
 @example(recipe=known("a\xa0\xa0\x00b"))  # gpt-2 family: NBSP is whitespace (whitespace set)
 @example(recipe=known("\xa0aC"))          # tekken-style case split with NBSP
