@@ -25,6 +25,7 @@ from typing import Iterable, Sequence
 
 from harness import unicode as U
 from harness.errors import HarnessError, VocabError
+from harness.algorithms.rwkv import unescape as unescape_rwkv  # one port of llama_unescape_rwkv_token
 from harness.vocab import BYTE, CONTROL, LSTRIP, NORMAL, RSTRIP, UNKNOWN, USER_DEFINED, Vocab
 
 _ESCAPED_SPACE = "\u2581".encode()  # '▁'
@@ -368,35 +369,6 @@ def _strtol_hex(text: bytes, id: int) -> int:
     digits = re.match(rb"[0-9a-fA-F]*", s[i:]).group()
     value = int(digits, 16) if digits else 0
     return (-value if neg else value) & 0xFF
-
-
-def unescape_rwkv(text: bytes) -> bytes:
-    """``llama_unescape_rwkv_token``: ``\\t \\n \\r \\xHH`` (hex read lowercase-only), ``\\c`` -> c.
-
-    >>> unescape_rwkv(rb"a\\n\\x4a\\x4A\\q")    # uppercase hex digits are misread, as in llama.cpp
-    b'a\\nJQq'
-    """
-    out = bytearray()
-    escaping, hex_left, acc = False, 0, 0
-    for c in text:
-        if hex_left:
-            # llama.cpp: value = c >= 'a' ? c - 'a' + 10 : c - '0' (uint8 arithmetic)
-            acc = ((acc << 4) + ((c - 0x61 + 10) if c >= 0x61 else (c - 0x30))) & 0xFF
-            hex_left -= 1
-            if not hex_left:
-                out.append(acc)
-                acc = 0
-        elif escaping:
-            if c == 0x78:  # 'x'
-                hex_left = 2
-            else:
-                out.append({0x74: 9, 0x6E: 10, 0x72: 13}.get(c, c))
-            escaping = False
-        elif c == 0x5C:  # backslash
-            escaping = True
-        else:
-            out.append(c)
-    return bytes(out)
 
 
 # clean_up_tokenization_spaces, the three in-place passes of llama_vocab::impl::detokenize.
