@@ -30,6 +30,7 @@ from harness.vocab import BYTE, CONTROL, LSTRIP, NORMAL, RSTRIP, UNKNOWN, USER_D
 
 _ESCAPED_SPACE = "\u2581".encode()  # '▁'
 _C_ISSPACE = b" \t\n\v\f\r"         # isspace() in the C locale
+_HEAD = 6                          # bytes of a special's text tested before the whole text
 _ALGORITHM_MODULES = {"spm": "spm", "bpe": "bpe", "wpm": "wpm", "ugm": "ugm", "rwkv": "rwkv",
                       "plamo2": "plamo2"}
 
@@ -137,10 +138,15 @@ class Tokenizer:
         C-isspace bytes next to the token.
         """
         frags: list[int | tuple[int, int]] = [(0, len(raw))]
+        heads: dict[bytes, bool] = {}  # many specials share a head ('<|reserved_...'): test it once
         for tid, text, attr in self._specials:
             if not parse_special and attr & (CONTROL | UNKNOWN):
                 continue
-            if text not in raw:  # fragments are slices of raw: cheap global pre-check
+            head = text[:_HEAD]
+            present = heads.get(head)
+            if present is None:
+                present = heads[head] = head in raw
+            if not present or text not in raw:  # fragments are slices of raw: a global pre-check
                 continue
             out: list[int | tuple[int, int]] = []
             for f in frags:

@@ -28,6 +28,7 @@ this session as llama.cpp does.
 from __future__ import annotations
 
 import heapq
+from itertools import chain
 
 from harness import unicode as U
 from harness.errors import HarnessError
@@ -52,6 +53,10 @@ def utf8_symbols(word: bytes) -> list[bytes]:
     >>> utf8_symbols("aé€".encode()), utf8_symbols(b"\\xe2\\x82")
     ([b'a', b'\\xc3\\xa9', b'\\xe2\\x82\\xac'], [b'\\xe2\\x82'])
     """
+    try:  # valid UTF-8 (nearly always): one symbol per char, split in C
+        return [ch.encode() for ch in word.decode("utf-8")]
+    except UnicodeDecodeError:
+        pass
     out, i = [], 0
     while i < len(word):
         n = _LEN_BY_NIBBLE[word[i] >> 4]
@@ -109,7 +114,7 @@ class Session:
         self.byte_encode = byte_encodes(vocab.pre_type)
         self._t2i = vocab.token_to_id
         self._ranks = vocab.merge_ranks
-        self._cache: dict[bytes, tuple[int, ...]] = {}
+        self._cache: dict[str, tuple[int, ...]] = {}
 
     # --- the plain BPE session -------------------------------------------
 
@@ -123,24 +128,29 @@ class Session:
         return self.tokenize_bpe(text)
 
     def tokenize_bpe(self, text: bytes) -> list[int]:
-        """llm_tokenizer_bpe_session::tokenize (with a bounded per-word cache)."""
-        out: list[int] = []
-        for word in self.words(text):
-            ids = self._cache.get(word)
-            if ids is None:
-                ids = tuple(self.word_ids(word))
-                if len(self._cache) >= _CACHE_MAX:
-                    self._cache.clear()
-                self._cache[word] = ids
-            out.extend(ids)
-        return out
+        """llm_tokenizer_bpe_session::tokenize, with a bounded cache of word -> ids.
+
+        The cache is keyed by the word before byte encoding, so a hit costs one
+        dict lookup (a word's ids depend on nothing but the word).
+        """
+        words = split_words(self.pre_type, U.text_from_utf8(text))
+        found = list(map(self._cache.get, words))
+        if None in found:
+            found = [ids if ids is not None else self._word_ids_cached(w) for w, ids in zip(words, found)]
+        return list(chain.from_iterable(found))
+
+    def _word_ids_cached(self, word: str) -> tuple[int, ...]:
+        if len(self._cache) >= _CACHE_MAX:
+            self._cache.clear()
+        ids = self._cache[word] = tuple(self.word_ids(self._encode_word(word)))
+        return ids
+
+    def _encode_word(self, word: str) -> bytes:
+        return U.byte_encode(word).encode("utf-8") if self.byte_encode else U.cpts_to_utf8(word)
 
     def words(self, text: bytes) -> list[bytes]:
         """The words as llama.cpp's unicode_regex_split returns them (byte-encoded if it does)."""
-        words = split_words(self.pre_type, U.text_from_utf8(text))
-        if self.byte_encode:
-            return [U.byte_encode(w).encode("utf-8") for w in words]
-        return [U.cpts_to_utf8(w) for w in words]
+        return [self._encode_word(w) for w in split_words(self.pre_type, U.text_from_utf8(text))]
 
     def word_ids(self, word: bytes) -> list[int]:
         """The reference loop for one word: symbols, merges, then ids with byte fallback."""

@@ -132,6 +132,15 @@ def to_lower(cp: int) -> int:
     return _LOWER_MAP.get(cp, cp)
 
 
+def cpts_lowering_to(cp: int) -> list[int]:
+    """Every cpt whose unicode_tolower is ``cp`` (``cp`` itself included).
+
+    >>> [chr(c) for c in cpts_lowering_to(ord("s"))]
+    ['S', 's']
+    """
+    return sorted({cp, *(k for k, v in _LOWER_MAP.items() if v == cp)})
+
+
 def nfd_first(cp: int) -> int:
     """unicode_cpts_normalize_nfd for one cpt: the first cpt of its NFD, else cp.
 
