@@ -194,6 +194,45 @@ def test_random_tiny_vocabs_match_reference(tmp_path, inproc, seed):
     assert not bad, f"{len(bad)}/{len(texts)} mismatches; first (text, ours, llama.cpp): {bad[0]!r}"
 
 
+def _cuttable_vocab(rng: random.Random) -> tuple[list[str], list[float]]:
+    """Like _random_vocab, but '▁' only as a leading run: the session then works per segment."""
+    pieces = set()
+    while len(pieces) < 60:
+        pieces.add("▁" * rng.choice([0, 0, 1, 2]) + "".join(rng.choice("abé") for _ in range(rng.randint(1, 3))))
+    tokens = ["<unk>", "<s>", "</s>"] + ["<0x%02X>" % b for b in range(256)] + sorted(pieces) + ["▁", "▁▁"]
+    scores = [0.0] * 259 + [float(rng.choice([-1, -2, -3])) for _ in range(len(pieces) + 2)]
+    return tokens, scores
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_cuttable_vocabs_match_reference(tmp_path, inproc, seed):
+    """Segments cut before each '▁' (and cached) give llama.cpp's ids, ties and all."""
+    rng = random.Random(seed)
+    tokens, scores = _cuttable_vocab(rng)
+    path = _tiny(tmp_path, scores, tokens, [2, 3, 3] + [6] * 256 + [1] * (len(tokens) - 259))
+    session, ref = spm.Session(Vocab.from_gguf(path)), inproc(str(path))
+    assert session._cuttable
+    texts = ["".join(rng.choice("ab é  c") for _ in range(rng.randint(1, 20))).encode() for _ in range(150)]
+    bad = [(t, got, want) for t in texts * 2  # twice: the second pass is served from the cache
+           if (got := session.tokenize(_session_input(t))) != (want := ref.encode(t, add_special=False, parse_special=False))]
+    assert not bad, f"{len(bad)}/{2 * len(texts)} mismatches; first (text, ours, llama.cpp): {bad[0]!r}"
+
+
+def test_a_vocab_joining_char_and_space_is_tokenized_whole():
+    assert not spm.splits_at_spaces({"a▁".encode(): 0, b"a": 1})
+    assert spm.splits_at_spaces({"▁▁a".encode(): 0, "▁".encode(): 1})
+
+
+@pytest.mark.parametrize("name", SPM_VOCABS)
+def test_segments_give_the_whole_fragment_ids(name):
+    from harness.bench_corpus import corpus
+    session = spm.Session(_vocab(name))
+    assert session._cuttable  # all pinned SPM vocabs are
+    texts = [t.encode() for t in vocabs.all_inp_texts()] + [c.encode() for c in corpus(100_000).split("\n")]
+    bad = [t for t in texts if session.tokenize(_session_input(t)) != session.tokenize_whole(_session_input(t))]
+    assert not bad, bad[:3]
+
+
 def test_symbol_split_matches_llama_cpp_loop():
     """The regex split equals llama.cpp's unicode_len_utf8 loop on arbitrary bytes (clipping included)."""
     rng = random.Random(0)

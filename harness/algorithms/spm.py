@@ -67,6 +67,8 @@ class Session:
         scores = [float(s) for s in vocab.scores]
         self._neg_score: dict[bytes, float] = {t: -scores[i] for t, i in self._token_to_id.items()}
         self._byte_ids = byte_fallback_ids(self._token_to_id)
+        self._cuttable = splits_at_spaces(self._token_to_id)
+        self._cache: dict[str, tuple[int, ...]] = {}
 
     def tokenize(self, text: bytes) -> list[int]:
         """Ids for one escaped fragment (spaces already ``▁``).
@@ -81,6 +83,29 @@ class Session:
             # llama.cpp never calls the session with an empty fragment (it would
             # index symbols[0] of an empty vector); an empty fragment has no ids.
             return []
+        if self._cuttable:
+            try:
+                return self._tokenize_segments(text.decode("utf-8"))
+            except UnicodeDecodeError:
+                pass  # invalid UTF-8: symbols may straddle a '▁', so no cuts
+        return self.tokenize_whole(text)
+
+    def _tokenize_segments(self, text: str) -> list[int]:
+        """The same ids, one cached segment at a time (see :func:`splits_at_spaces`)."""
+        segments = _SEGMENT.findall(text)
+        found = list(map(self._cache.get, segments))
+        if None in found:
+            found = [ids if ids is not None else self._segment_ids(seg) for seg, ids in zip(segments, found)]
+        return list(itertools.chain.from_iterable(found))
+
+    def _segment_ids(self, segment: str) -> tuple[int, ...]:
+        if len(self._cache) >= _CACHE_MAX:
+            self._cache.clear()
+        ids = self._cache[segment] = tuple(self.tokenize_whole(segment.encode()))
+        return ids
+
+    def tokenize_whole(self, text: bytes) -> list[int]:
+        """The reference: llama.cpp's symbol queue over the whole fragment."""
         starts, lens = _split_symbols(text)
         nxt = self._merge(text, starts, lens)
         out: list[int] = []
@@ -151,6 +176,34 @@ class Session:
                     "llama.cpp's byte_to_token throws std::out_of_range here and "
                     "llama_tokenize aborts. Add the 256 <0xXX> byte tokens to the vocab.")
             out.append(bid)
+
+
+_ESCAPED = "\u2581"
+_CACHE_MAX = 200_000
+# A cut falls before every '▁' that follows another char: a segment is '▁'* then non-'▁'.
+_SEGMENT = re.compile(f"{_ESCAPED}*[^{_ESCAPED}]+|{_ESCAPED}+")
+
+
+def splits_at_spaces(token_to_id: dict[bytes, int]) -> bool:
+    """True when no entry holds a '▁' right after another char (only after '▁' or at 0).
+
+    Then no merge can join a char to a following '▁' (the merged text would be
+    such an entry), so the queue works on each segment independently (merges
+    in one never touch another, whatever the pop order between them) and the
+    fragment's ids are the segments' ids in order. True for every SPM and UGM
+    vocab at the pin; a vocab where it fails is tokenized whole.
+
+    >>> splits_at_spaces({"▁▁a".encode(): 0}), splits_at_spaces({"a▁".encode(): 0})
+    (True, False)
+    """
+    sp = _ESCAPED.encode()
+    for text in token_to_id:
+        i = text.find(sp, 1)
+        while i > 0:
+            if not text[:i].endswith(sp):
+                return False
+            i = text.find(sp, i + 1)
+    return True
 
 
 # One symbol per lead byte, as unicode_len_utf8 sizes it; the {0,n} ranges do the
