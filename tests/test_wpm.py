@@ -141,3 +141,32 @@ def test_every_token_piece_reencodes_alike(inproc):
     pieces += random.Random(0).sample(_vocab(NAME).tokens, 3000)
     bad = mismatches(tok, ref, pieces, flags=[(False, False), (False, True)])
     assert not bad, report(bad, 2 * len(pieces))
+
+
+# --- the fast paths equal the reference loops ----------------------------------------------------
+
+def _descending_word_ids(session, word: bytes) -> list[int]:
+    """llama.cpp's loop as written: lengths from max_token_len + 1 down."""
+    ids, i, n = [], 0, len(word)
+    while i < n:
+        for j in range(min(n, i + session._max_len + 1), i, -1):
+            tid = session._token_to_id.get(word[i:j])
+            if tid is not None:
+                ids.append(tid)
+                i = j
+                break
+        else:
+            return [session._unk]
+    return ids
+
+
+def test_chunks_and_forward_walk_equal_the_reference():
+    from harness.bench_corpus import corpus
+    from harness.vocab import Vocab
+    session = wpm.Session(Vocab.from_gguf(vocabs.vocab_path("bert-bge")))
+    texts = [t.encode() for t in vocabs.all_inp_texts()] + [c.encode() for c in corpus(100_000).split("\n")]
+    texts += ["a\u2000b \u00a0c\u3000\u0301d\x00\ufffd e".encode(), b"x\xffy z", b"\xe2\x80 a"]
+    assert [t for t in texts if session.tokenize(t) != session.tokenize_whole(t)] == []
+    words = {w for t in texts for w in wpm.preprocess(t, True, True)}
+    assert [w for w in words
+            if session._word_ids(wpm.SPACE_PREFIX + w) != _descending_word_ids(session, wpm.SPACE_PREFIX + w)] == []

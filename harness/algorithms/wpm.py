@@ -26,6 +26,11 @@ The input is the raw fragment bytes. llama.cpp, and so this module:
 
 from __future__ import annotations
 
+import re
+from itertools import chain
+
+import numpy as np
+
 from harness import unicode as U
 
 LLAMA_TOKEN_NULL = -1  # what llama.cpp emits for a NULL special id (no unk in the vocab)
@@ -110,6 +115,20 @@ def preprocess(text: bytes, lowercase: bool, strip_accents: bool,
     return words
 
 
+def _break_pattern(strip_accents: bool) -> re.Pattern:
+    """Runs of the code points ``classify`` calls BREAK: WHITESPACE, after the NFD
+    replacement when accents are stripped (computed from the tables, not assumed).
+
+    >>> _break_pattern(True).split("a \u2000b\u00a0")
+    ['a', 'b', '']
+    """
+    cps = np.arange(U.MAX_CODEPOINTS)
+    if strip_accents:
+        cps = U.NFD_FIRST[cps]
+    hits = np.flatnonzero(U.FLAGS[cps] & U.WHITESPACE).tolist()
+    return re.compile("[" + "".join(re.escape(chr(c)) for c in hits) + "]+")
+
+
 class Session:
     """Tokenizes one WPM fragment. Build once per vocab."""
 
@@ -121,6 +140,9 @@ class Session:
         self._strip_accents = bool(vocab.strip_accents)
         self._fates: dict[int, tuple[int, bytes]] = {}  # classify() per code point
         self._words: dict[bytes, list[int]] = {}       # ids per word; words repeat a lot
+        self._breaks = _break_pattern(self._strip_accents)
+        self._chunks: dict[str, tuple[int, ...]] = {}  # ids per whitespace-free chunk
+        self._inner: set[bytes] | None = None
 
     def tokenize(self, text: bytes) -> list[int]:
         """Ids for one raw fragment.
@@ -131,6 +153,24 @@ class Session:
         >>> Session(v).tokenize(b"ab ac")  # 'ac' has no match for 'c': the word becomes unk
         [1, 2, 0]
         """
+        try:
+            chunks = self._breaks.split(text.decode("utf-8"))
+        except UnicodeDecodeError:
+            return self.tokenize_whole(text)  # invalid UTF-8: llama.cpp's decoding rules apply
+        found = list(map(self._chunks.get, chunks))
+        if None in found:
+            found = [ids if ids is not None else self._chunk_ids(c) for c, ids in zip(chunks, found)]
+        return list(chain.from_iterable(found))
+
+    def _chunk_ids(self, chunk: str) -> tuple[int, ...]:
+        """A chunk between whitespace runs: whitespace only ends words, so chunks are independent."""
+        if len(self._chunks) >= _WORD_CACHE_SIZE:
+            self._chunks.clear()
+        ids = self._chunks[chunk] = tuple(self.tokenize_whole(chunk.encode()))
+        return ids
+
+    def tokenize_whole(self, text: bytes) -> list[int]:
+        """The reference: ``preprocess`` over the whole fragment, then each word."""
         out: list[int] = []
         cache = self._words
         for word in preprocess(text, self._lowercase, self._strip_accents, self._fates):
@@ -143,18 +183,33 @@ class Session:
         return out
 
     def _word_ids(self, word: bytes) -> list[int]:
-        """Greedy longest-first match over byte substrings; one unk if stuck."""
-        t2i = self._token_to_id
+        """Greedy longest-first match over byte substrings; one unk if stuck.
+
+        llama.cpp tries lengths from ``max_token_len + 1`` down; walking up
+        instead, while the bytes are still the start of some token, finds the
+        same longest match in fewer lookups.
+        """
+        t2i, inner = self._token_to_id, self._prefixes()
         n = len(word)
         ids: list[int] = []
         i = 0
         while i < n:
-            for j in range(min(n, i + self._max_len + 1), i, -1):
-                tid = t2i.get(word[i:j])
-                if tid is not None:
-                    ids.append(tid)
-                    i = j
+            best, tid = 0, None
+            for j in range(i + 1, min(n, i + self._max_len + 1) + 1):
+                piece = word[i:j]
+                found = t2i.get(piece)
+                if found is not None:
+                    best, tid = j, found
+                if piece not in inner:
                     break
-            else:
+            if tid is None:
                 return [self._unk]
+            ids.append(tid)
+            i = best
         return ids
+
+    def _prefixes(self) -> set[bytes]:
+        """Every proper prefix of a token text (built on first use: loading stays cheap)."""
+        if self._inner is None:
+            self._inner = {t[:k] for t in self._token_to_id for k in range(1, len(t))}
+        return self._inner
