@@ -220,3 +220,65 @@ def test_random_tiny_vocabs_match_reference(tmp_path, inproc, seed):
     bad = [(t, got, want) for t in texts
            if (got := session.tokenize(t)) != (want := ref.encode(t, add_special=False, parse_special=False))]
     assert not bad, f"{len(bad)}/{len(texts)} mismatches; first (text, ours, llama.cpp): {bad[0]!r}"
+
+
+# --- the cached fast paths equal the whole-fragment reference ----------------------------------
+
+def _write_tiny(path, entries, **flags):
+    meta = {"general.architecture": (T.STRING, "t5"), "tokenizer.ggml.model": (T.STRING, "t5"),
+            "tokenizer.ggml.tokens": (T.ARRAY, [t for t, _, _ in entries], T.STRING),
+            "tokenizer.ggml.token_type": (T.ARRAY, [k for _, k, _ in entries], T.INT32),
+            "tokenizer.ggml.scores": (T.ARRAY, [s for _, _, s in entries], T.FLOAT32)}
+    meta.update({f"tokenizer.ggml.{k}": (T.BOOL, v) for k, v in flags.items()})
+    write_gguf(path, meta)
+    return path
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_cuttable_tiny_vocabs_match_reference(tmp_path, inproc, seed):
+    """'▁' only as a leading run: normalization by chunks and Viterbi by segments (with
+    unk runs meeting at segment edges) give llama.cpp's ids."""
+    rng = random.Random(seed)
+    pieces = set()
+    while len(pieces) < 50:
+        pieces.add("▁" * rng.choice([0, 0, 1, 2]) + "".join(rng.choice("abé") for _ in range(rng.randint(1, 3))))
+    entries = [("<pad>", 3, 0.0), ("</s>", 3, 0.0), ("<unk>", 2, 0.0), ("<ab>", 4, 0.0), ("▁", 1, -2.0)] + [
+        (p, rng.choice([1, 1, 1, 5]), float(rng.choice([-1, -2, -3]))) for p in sorted(pieces)]
+    path = _write_tiny(tmp_path / "cut-ugm.gguf", entries, add_space_prefix=seed % 2 == 0,
+                       remove_extra_whitespaces=seed // 2 == 0)
+    session, ref = ugm.Session(Vocab.from_gguf(path)), inproc(str(path))
+    assert session._cuttable and session.cuts_at_spaces()
+    texts = ["".join(rng.choice(["a", "b", " ", "  ", "é", "c", "cc ", "<a", "😀"]) for _ in range(rng.randint(1, 20)))
+             for _ in range(150)]
+    texts = [t.encode() for t in texts if "<ab>" not in t] * 2  # the second pass hits the caches
+    bad = [(t, got, want) for t in texts
+           if (got := session.tokenize(t)) != (want := ref.encode(t, add_special=False, parse_special=False))]
+    assert not bad, f"{len(bad)}/{len(texts)} mismatches; first (text, ours, llama.cpp): {bad[0]!r}"
+
+
+def test_a_user_text_with_an_inner_space_stops_the_chunking(tmp_path, inproc):
+    from harness.tokenizer import Tokenizer
+    path = _write_tiny(tmp_path / "sp.gguf", TINY + [("<a b>", 4, 0.0)])
+    tok, ref = Tokenizer.from_gguf(path), inproc(str(path))
+    assert not tok.session().cuts_at_spaces()
+    # the facade cuts the whole user text out first; partial walks reach the session
+    for text in [b"x <a b> y", b"<a bb", b"<a  b>", b"a <a  b c"]:
+        assert tok.encode(text) == ref.encode(text, add_special=False, parse_special=False), text
+
+
+def test_charsmap_space_analysis_on_the_pinned_vocab():
+    cm = _session()._charsmap
+    assert not cm.byte_inside_keys(0x20)     # so nomic-bert-moe normalizes chunk by chunk
+    assert cm.byte_inside_keys(0xCC)         # combining marks continue many keys
+    assert _session()._exact_len > 100_000   # sums stay exact far beyond a 4 KB chunk
+
+
+def test_chunks_and_segments_equal_the_whole_fragment():
+    from harness.bench_corpus import corpus
+    session = _session()
+    texts = [t.encode() for t in vocabs.all_inp_texts()] + [c.encode() for c in corpus(100_000).split("\n")]
+    texts += ADVERSARIAL_BYTES + [t.encode() for t in ADVERSARIAL]
+    for t in texts:
+        whole = session.place_spaces(session._normalize_prefixes(t))
+        assert session.normalize(t) == whole, t
+        assert session.tokenize(t) == (session._viterbi(whole) if whole else []), t

@@ -32,10 +32,11 @@ from __future__ import annotations
 
 import re
 import struct
+from itertools import chain
 
 import numpy as np
 
-from harness.algorithms.spm import UTF8_LEN
+from harness.algorithms.spm import _SEGMENT, UTF8_LEN, splits_at_spaces
 from harness.errors import VocabError
 
 ATTR_NORMAL, ATTR_USER_DEFINED, ATTR_UNUSED = 4, 16, 2
@@ -44,6 +45,9 @@ ESCAPED_SPACE = b"\xe2\x96\x81"
 REPLACEMENT = b"\xef\xbf\xbd"
 _FLT_MAX = float(np.finfo(np.float32).max)
 _DBL_MAX = float(np.finfo(np.float64).max)
+_CACHE_MAX = 100_000
+_RAW_CHUNK = re.compile(rb"[^ ]+| [^ ]*")  # cut before every space
+_NON_SPACE_RUN = re.compile(rb"[^ ]+")
 
 
 class Charsmap:
@@ -91,6 +95,32 @@ class Charsmap:
         index = ((root >> 10) << ((root & 0x200) >> 6)) ^ c
         # past the end: llama.cpp would throw there, so leave it to match() to raise
         return index >= len(self.nodes) or self.nodes[index] & 0x800000FF == c
+
+    def byte_inside_keys(self, c: int, max_depth: int = 512) -> bool:
+        """True if some walk from the root crosses byte ``c`` after its first step (or
+        might: an out-of-bounds child, or a trie deeper than ``max_depth``).
+
+        One numpy step per trie level over every node of that level.
+
+        >>> Charsmap(b"").byte_inside_keys(0x20)
+        False
+        """
+        if not self.nodes:
+            return False
+        nodes = np.asarray(self.nodes, dtype=np.int64)
+        base = (nodes >> 10) << ((nodes & 0x200) >> 6)
+        cs = np.arange(1, 256, dtype=np.int64)  # a NUL ends every walk
+        frontier = np.zeros(1, dtype=np.int64)
+        for depth in range(max_depth):
+            child = (frontier ^ base[frontier])[:, None] ^ cs[None, :]
+            inside = child < len(nodes)
+            ok = inside & ((nodes[np.where(inside, child, 0)] & 0x800000FF) == cs[None, :])
+            if depth > 0 and (ok[:, c - 1] | ~inside[:, c - 1]).any():
+                return True
+            frontier = np.unique(child[ok])
+            if frontier.size == 0:
+                return False
+        return True
 
     def _past_end(self, index: int) -> VocabError:
         return VocabError(f"precompiled_charsmap: XCDA node index {index} is past the "
@@ -194,6 +224,11 @@ class Session:
         self._user_max = max((len(tokens[i]) for i in user), default=0)
         self._unk_score = float(_unknown_score(scores[attrs & ATTR_NORMAL != 0]))
         self._plain_run = self._plain_pattern({tokens[i][0] for i in user})
+        self._norm_cache: dict[bytes, bytes] = {}
+        self._vit_cache: dict[str, tuple[int, ...]] = {}
+        self._cuts_at_spaces: bool | None = None
+        self._cuttable = self._space == ESCAPED_SPACE and splits_at_spaces(self._ids)
+        self._exact_len = _exact_length([self._score[i] for i in in_trie] + [self._unk_score])
 
     def _plain_pattern(self, user_first: set[int]) -> re.Pattern | None:
         """Runs of ASCII bytes normalize_prefix passes through one by one unchanged:
@@ -218,7 +253,40 @@ class Session:
         norm = self.normalize(text)
         if not norm:
             return []
+        if self._cuttable and len(norm) <= self._exact_len:
+            try:
+                return self._viterbi_segments(norm.decode("utf-8"))
+            except UnicodeDecodeError:
+                pass  # invalid UTF-8: symbols may straddle a '▁'
         return self._viterbi(norm)
+
+    def _viterbi_segments(self, norm: str) -> list[int]:
+        """The Viterbi ids, one cached segment at a time.
+
+        Exact when (a) no candidate joins a char to a following '▁' (so every
+        path breaks before such a '▁': see spm.splits_at_spaces), and (b) every
+        partial score sum is a double computed without rounding (then shifting
+        all candidates by the score before the segment changes no comparison);
+        ``_exact_len`` bounds the fragment length for (b). Runs of unk collapse
+        across segment edges as they do inside one.
+        """
+        segments = _SEGMENT.findall(norm)
+        found = list(map(self._vit_cache.get, segments))
+        if None in found:
+            found = [ids if ids is not None else self._segment_ids(seg) for seg, ids in zip(segments, found)]
+        unk = self._unk
+        if not any(ids[0] == unk for ids in found[1:]):
+            return list(chain.from_iterable(found))
+        out: list[int] = []
+        for ids in found:
+            out.extend(ids[1:] if out and out[-1] == unk and ids[0] == unk else ids)
+        return out
+
+    def _segment_ids(self, segment: str) -> tuple[int, ...]:
+        if len(self._vit_cache) >= _CACHE_MAX:
+            self._vit_cache.clear()
+        ids = self._vit_cache[segment] = tuple(self._viterbi(segment.encode()))
+        return ids
 
     def normalize(self, text: bytes) -> bytes:
         """The normalized string llama.cpp's Viterbi runs on.
@@ -229,37 +297,66 @@ class Session:
         >>> Session(v).normalize(b"a  b ").decode()
         '▁a▁▁b▁'
         """
+        return self.place_spaces(self.normalize_prefixes(text))
+
+    def normalize_prefixes(self, text: bytes) -> bytes:
+        """``normalize_prefix`` applied from left to right, outputs concatenated.
+
+        With :meth:`cuts_at_spaces`, a walk never crosses a space, so the text is
+        done one cached chunk (a space and what follows it) at a time.
+        """
+        if b" " not in text or not self.cuts_at_spaces():
+            return self._normalize_prefixes(text)
+        chunks = _RAW_CHUNK.findall(text)
+        found = list(map(self._norm_cache.get, chunks))
+        if None in found:
+            found = [n if n is not None else self._normalized_chunk(c) for c, n in zip(chunks, found)]
+        return b"".join(found)
+
+    def _normalized_chunk(self, chunk: bytes) -> bytes:
+        if len(self._norm_cache) >= _CACHE_MAX:
+            self._norm_cache.clear()
+        out = self._norm_cache[chunk] = self._normalize_prefixes(chunk)
+        return out
+
+    def _normalize_prefixes(self, text: bytes) -> bytes:
         out = bytearray()
-        space, prepend, merge = self._space, self._prepend, self._merge
-        prepended = in_word = False
         offset, n = 0, len(text)
         plain_run = self._plain_run
         while offset < n:
             run = plain_run.match(text, offset) if plain_run is not None else None
             if run is not None:  # fast path: bytes normalize_prefix would pass one by one
-                if not in_word:
-                    in_word = True
-                    if (prepend and not prepended) or merge:
-                        out += space
-                        prepended = True
                 offset = run.end()
                 out += run.group()
                 continue
             chunk, consumed = self._normalize_prefix(text, offset)
-            for c in chunk:
-                if c != 0x20:
-                    if not in_word:
-                        in_word = True
-                        if (prepend and not prepended) or merge:
-                            out += space
-                            prepended = True
-                    out.append(c)
-                else:
-                    in_word = False
-                    if not merge:
-                        out += space
+            out += chunk
             offset += consumed
         return bytes(out)
+
+    def place_spaces(self, norm: bytes) -> bytes:
+        """llama.cpp's per-byte space rules over the normalized bytes, as whole-string steps.
+
+        Merging: every run of non-space bytes gets one ``space`` before it and
+        spaces vanish. Otherwise each space becomes ``space``, and with
+        add_space_prefix one more goes before the first non-space byte.
+        """
+        space = self._space
+        if self._merge:
+            return b"".join(space + run for run in _NON_SPACE_RUN.findall(norm))
+        first = _NON_SPACE_RUN.search(norm)
+        if not self._prepend or first is None:
+            return norm.replace(b" ", space)
+        return norm[:first.start()].replace(b" ", space) + space + norm[first.start():].replace(b" ", space)
+
+    def cuts_at_spaces(self) -> bool:
+        """No USER_DEFINED text and no charsmap key holds a space after its first byte,
+        so no normalize_prefix walk that starts before a space goes past it.
+        Worked out on first need (the charsmap walk takes a moment)."""
+        if self._cuts_at_spaces is None:
+            self._cuts_at_spaces = (all(b" " not in t[1:] for t in self._user_nodes)
+                                    and not self._charsmap.byte_inside_keys(0x20))
+        return self._cuts_at_spaces
 
     def _normalize_prefix(self, text: bytes, offset: int) -> tuple[bytes, int]:
         """(normalized bytes, input bytes consumed) at ``offset``: V:1155."""
@@ -321,6 +418,25 @@ class Session:
                     best[p], best_id[p], best_from[p] = challenger, unk, i
             i += width
         return _backtrack(best_id, best_from, n, unk)
+
+
+def _exact_length(scores: list[float]) -> int:
+    """The longest normalized text (bytes) on which every Viterbi sum is exact in double.
+
+    A path has at most one score per byte. With every score a multiple of
+    2**-k and at most m in size, a sum over n bytes is a multiple of 2**-k
+    below n*m: exact while n*m*2**k < 2**53. 0 when a score is not finite.
+
+    >>> _exact_length([-1.5, -0.25, 0.0])  # k = 2, m = 1.5: n < 2**53 / 6
+    1501199875790165
+    """
+    k, m = 0, 0.0
+    for x in scores:
+        if x != x or x in (float("inf"), float("-inf")):
+            return 0
+        k = max(k, x.as_integer_ratio()[1].bit_length() - 1)
+        m = max(m, abs(x))
+    return int((2 ** 53 - 1) // (m * 2 ** k)) if m else 2 ** 62
 
 
 def _unknown_score(normal_scores: np.ndarray) -> np.float32:
