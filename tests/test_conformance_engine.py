@@ -373,3 +373,19 @@ def test_port_error_is_reported_and_other_vocabs_continue(pytester, monkeypatch,
     [err] = report["port_errors"]
     assert err["vocab"] == "qwen2" and "cannot load qwen2 here" in err["message"]
     assert report["vocabs"]["gpt-2"]["encode"]["cases"] > 0 and report["divergences"] == []
+
+
+def test_an_empty_profile_variable_means_the_default(monkeypatch):
+    """make exports unset variables as empty strings: HYPOTHESIS_PROFILE= must not crash the suite."""
+    from hypothesis import settings as hsettings
+
+    from harness.conformance.strategies import register_profiles
+    current = hsettings._current_profile
+    try:
+        monkeypatch.setenv("HYPOTHESIS_PROFILE", "")
+        assert register_profiles() == "ci"
+        monkeypatch.setenv("HYPOTHESIS_PROFILE", "nope")
+        with pytest.raises(Exception, match="use one of ci, conformance, thorough"):
+            register_profiles()
+    finally:
+        hsettings.load_profile(current)

@@ -34,7 +34,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     g.add_argument("--text-repr", help="the text as a Python string literal, e.g. \"'a\\xa0b'\"")
     p.add_argument("--add-special", action="store_true")
     p.add_argument("--parse-special", action="store_true")
-    p.add_argument("--port", default=os.environ.get("PORT", "harness"),
+    p.add_argument("--port", default=os.environ.get("PORT") or "harness",
                    help="harness (default), llama.cpp, llama-tokenize, mutant:NAME, or a command with {vocab}")
     args = p.parse_args(argv)
     if args.text_repr is not None:

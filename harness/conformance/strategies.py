@@ -256,15 +256,16 @@ PROFILES = {"ci": 30, "conformance": 500, "thorough": 5000}
 
 def register_profiles() -> str:
     """Register the ci/conformance/thorough profiles; load $HYPOTHESIS_PROFILE
-    (default ``ci``) and return its name. deadline=None: timing is not
-    conformance, and the first call of a vocab pays its load."""
+    (default ``ci``; empty counts as unset, as make exports unset variables
+    empty) and return its name. deadline=None: timing is not conformance, and
+    the first call of a vocab pays its load."""
     for name, n in PROFILES.items():
         settings.register_profile(
             name, max_examples=n, deadline=None, print_blob=True,
             suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                    HealthCheck.differing_executors,
                                    HealthCheck.function_scoped_fixture])
-    name = os.environ.get("HYPOTHESIS_PROFILE", "ci")
+    name = os.environ.get("HYPOTHESIS_PROFILE") or "ci"
     if name not in PROFILES:
         raise HarnessError(f"HYPOTHESIS_PROFILE={name!r} is not a profile: use one of "
                            f"{', '.join(PROFILES)}")

@@ -175,7 +175,7 @@ def parse_args(argv):
     p.add_argument("--vocabs", nargs="+", help="default: all pinned vocabs")
     p.add_argument("--out", default="reports", help="reports directory (default: reports)")
     p.add_argument("--jobs", default=os.environ.get("JOBS", "auto"), help="pytest-xdist -n (default auto)")
-    p.add_argument("--profile", default=os.environ.get("HYPOTHESIS_PROFILE", "conformance"))
+    p.add_argument("--profile", default=os.environ.get("HYPOTHESIS_PROFILE") or "conformance")
     p.add_argument("--timeout", type=float, default=900.0,
                    help="per-request port timeout in s (default 900: the first request pays the "
                         "port's load, 4+ min for gemma-4 in transformers on a busy 2-core machine)")

@@ -91,7 +91,7 @@ def pytest_collection_modifyitems(items):
 @pytest.fixture(scope="session")
 def session():
     """One Session per worker: each reference, vocab and port loaded once."""
-    s = Session(os.environ.get("PORT", "harness"))
+    s = Session(os.environ.get("PORT") or "harness")
     yield s
     s.close()
 

@@ -20,7 +20,7 @@ from harness.conformance.strategies import materialise, recipes
 # On a failure Hypothesis describes the strategy; its alphabets are long character lists.
 pytestmark = pytest.mark.filterwarnings("ignore:Generating overly large repr")
 
-SAMPLE = {"ci": 2, "conformance": 4, "thorough": 20}.get(os.environ.get("HYPOTHESIS_PROFILE", "ci"), 2)
+SAMPLE = {"ci": 2, "conformance": 4, "thorough": 20}.get(os.environ.get("HYPOTHESIS_PROFILE") or "ci", 2)
 _COMBOS = [(False, False), (True, True), (False, True), (True, False)]
 
 
