@@ -7,7 +7,9 @@ harness tokenizer and for llama.cpp in process, plus the load time of gguf-py's
 repeated; min and median are kept, and ratios use the minima (these machines
 are noisy). Both sides get the same chunks of the fixed corpus
 (:mod:`harness.bench_corpus`), and the run also reports whether their ids were
-identical. The table is printed and written to ``reports/bench.json``.
+identical. The table is printed and written to ``reports/bench.json``, with
+the conformance suite's own throughput as the last ``make conformance`` run
+recorded it in ``reports/conformance.json`` (``make bench`` runs it first).
 
 >>> ratio(2.0, 1.0)
 2.0
@@ -149,6 +151,28 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def conformance_throughput(path: Path) -> dict | None:
+    """The ``throughput`` block of a conformance.json, with the file's age; None if absent."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    t = data.get("throughput")
+    if not t:
+        return None
+    return dict(t, report=str(path), age_s=time.time() - path.stat().st_mtime,
+                divergences=len(data.get("divergences", [])))
+
+
+def throughput_line(t: dict | None, path: Path) -> str:
+    if t is None:
+        return f"conformance throughput: no {path} (run `make conformance` first)"
+    per_worker = ", ".join(f"{k} {v['cases_per_s']:.0f}/s" for k, v in t["workers"].items())
+    return (f"conformance (from {t['report']}, {t['age_s'] / 60:.0f} min old): {t['cases']} cases, "
+            f"{t['wall_s']:.0f} s wall on {t['n_workers']} workers = {t['cases_per_s_per_worker']:.0f} "
+            f"cases/s per worker of wall time ({per_worker} of test time); {t['divergences']} divergences")
+
+
 def machine() -> dict:
     return {"platform": platform.platform(), "python": platform.python_version(),
             "cpus": os.cpu_count(), "processor": platform.processor() or platform.machine()}
@@ -162,6 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=int(os.environ.get("BENCH_REPEAT", "3")))
     ap.add_argument("--bytes", type=int, default=None, help="corpus size (default: the pinned corpus)")
     ap.add_argument("--out", default="reports/bench.json")
+    ap.add_argument("--conformance-report", default="reports/conformance.json")
     args = ap.parse_args(argv)
     text = corpus(args.bytes) if args.bytes else corpus()
     if not args.bytes and sha256(text) != CORPUS_SHA256:
@@ -175,10 +200,12 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(bench_vocab(name, parts, args.repeat))
     report = {"machine": machine(), "corpus": {"bytes": len(text.encode()), "sha256": sha256(text),
                                                "chunks": len(parts)},
-              "flags": FLAGS, "repeat": args.repeat, "rows": rows}
+              "flags": FLAGS, "repeat": args.repeat, "rows": rows,
+              "conformance": conformance_throughput(Path(args.conformance_report))}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(report, indent=2))
     print(table(rows))
+    print(throughput_line(report["conformance"], Path(args.conformance_report)))
     print(f"\nmachine: {report['machine']}; corpus {report['corpus']['bytes']} bytes "
           f"sha256 {report['corpus']['sha256'][:16]}...; written to {args.out}")
     return 0

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from harness.bench_corpus import CORPUS_BYTES, CORPUS_SHA256, chunks, corpus, sha256
 
 
@@ -23,3 +25,29 @@ def test_chunks_rejoin_exactly():
     parts = chunks(text)
     assert "".join(parts) == text
     assert len(parts) > 10 and max(len(p.encode()) for p in parts) < 64_000
+
+
+def test_conformance_throughput_is_quoted(tmp_path):
+    from harness.bench import conformance_throughput, throughput_line
+    path = tmp_path / "conformance.json"
+    assert "run `make conformance` first" in throughput_line(conformance_throughput(path), path)
+    path.write_text(json.dumps({"divergences": [], "throughput": {
+        "cases": 1000, "wall_s": 10.0, "n_workers": 2, "cases_per_s_per_worker": 50.0,
+        "workers": {"gw0": {"cases": 500, "seconds": 4.0, "cases_per_s": 125.0}}}}))
+    line = throughput_line(conformance_throughput(path), path)
+    assert "1000 cases" in line and "50 cases/s per worker" in line and "gw0 125/s" in line
+
+
+def test_bench_runs_end_to_end(tmp_path):
+    """A small run of the real thing: both tokenizers, same ids, a table and a JSON report."""
+    from harness import bench
+    from tests.needs import require
+    from reference.vocabs import vocab_path
+    require(vocab_path, "gpt-2")
+    out = tmp_path / "bench.json"
+    assert bench.main(["--vocabs", "gpt-2", "llama-spm", "--bytes", "20000", "--repeat", "1",
+                       "--out", str(out), "--conformance-report", str(tmp_path / "none.json")]) == 0
+    rows = json.loads(out.read_text())["rows"]
+    assert [r["vocab"] for r in rows] == ["gpt-2", "llama-spm"]
+    assert all(r["ids_identical"] for r in rows)
+    assert all(r["ratios"]["encode_cold"] > 0 and r["ratios"]["load"] > 0 for r in rows)

@@ -9,12 +9,16 @@ counts, are attached to the report as ``user_properties``; xdist ships those
 to the controller, which aggregates them and at the end prints a vocab x check
 table and every divergence, and writes ``<dir>/conformance.json`` and
 ``<dir>/conformance.html`` (``--conformance-reports``, default ``reports``).
-JUnit XML comes from pytest's own ``--junitxml``.
+JUnit XML comes from pytest's own ``--junitxml``. The JSON also records the
+run's own throughput: wall time, and cases checked per worker and per second
+of that worker's test time (``make bench`` quotes it).
 """
 
 from __future__ import annotations
 
 import json
+import os
+import time
 from pathlib import Path
 
 import pytest
@@ -57,7 +61,9 @@ def pytest_runtest_makereport(item, call):
         return
     rec = getattr(item, "conformance_recorder", None)
     if call.when == "call" and rec is not None:
-        report.user_properties.append((_COUNT, json.dumps({"vocab": rec.vocab, "cases": rec.cases})))
+        report.user_properties.append((_COUNT, json.dumps({
+            "vocab": rec.vocab, "cases": rec.cases, "seconds": call.duration,
+            "worker": os.environ.get("PYTEST_XDIST_WORKER", "main")})))
     if call.excinfo is None:
         return
     for exc in _leaves(call.excinfo.value):
@@ -77,6 +83,8 @@ class Collector:
         self.findings: list[Finding] = []
         self.port_errors: list[dict] = []
         self.counts: dict[str, dict[str, dict[str, int]]] = {}
+        self.workers: dict[str, dict[str, float]] = {}
+        self.started = time.perf_counter()
 
     def _cell(self, vocab: str, check: str) -> dict[str, int]:
         return self.counts.setdefault(vocab, {}).setdefault(
@@ -88,6 +96,9 @@ class Collector:
                 data = json.loads(value)
                 for check, n in data["cases"].items():
                     self._cell(data["vocab"], check)["cases"] += n
+                w = self.workers.setdefault(data.get("worker", "main"), {"cases": 0, "seconds": 0.0})
+                w["cases"] += sum(data["cases"].values())
+                w["seconds"] += data.get("seconds", 0.0)
             elif key == _FINDING:
                 f = Finding.from_json(json.loads(value))
                 self.findings.append(f)
@@ -114,6 +125,21 @@ class Collector:
         tr.write_line("")
         tr.write_line(f"{len(self.findings)} divergence(s), {len(self.port_errors)} port error(s); "
                       f"reports in {self.config.getoption('--conformance-reports')}/")
+        t = self.throughput()
+        if t["cases"]:
+            tr.write_line(f"throughput: {t['cases']} cases in {t['wall_s']:.1f} s wall on {t['n_workers']} "
+                          f"worker(s): {t['cases_per_s_per_worker']:.0f} cases/s per worker")
+
+    def throughput(self) -> dict:
+        """Cases checked, wall time, and cases per second per worker (two views: of the
+        wall time, and of each worker's own test time)."""
+        wall = time.perf_counter() - self.started
+        cases = sum(w["cases"] for w in self.workers.values())
+        n = max(len(self.workers), 1)
+        return {"cases": cases, "wall_s": wall, "n_workers": len(self.workers),
+                "cases_per_s_per_worker": cases / wall / n if wall else 0.0,
+                "workers": {k: dict(v, cases_per_s=v["cases"] / v["seconds"] if v["seconds"] else 0.0)
+                            for k, v in sorted(self.workers.items())}}
 
     def pytest_sessionfinish(self, session):
         if hasattr(self.config, "workerinput"):
@@ -121,7 +147,8 @@ class Collector:
         out = Path(self.config.getoption("--conformance-reports"))
         out.mkdir(parents=True, exist_ok=True)
         data = {"schema": 1, "divergences": [f.to_json() for f in self.findings],
-                "port_errors": self.port_errors, "vocabs": self.counts}
+                "port_errors": self.port_errors, "vocabs": self.counts,
+                "throughput": self.throughput()}
         (out / "conformance.json").write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n",
                                               encoding="utf-8")
         (out / "conformance.html").write_text(html_page(self.findings, self.counts, self.port_errors),
