@@ -260,3 +260,29 @@ def test_long_inputs_agree_with_reference(name, inproc):
     texts = [b"a" * 30_000, b" " * 20_000 + b"x", "你好".encode() * 5_000,
              ("Hello world, this is 1234 a test! \n" * 500).encode()]
     assert _mismatches(tokenizer(name), inproc(name), texts) == []
+
+
+# --- long words merged one cached segment at a time (GEMMA4: a line is one word) -------------
+
+def test_segment_cuts_respect_merges_that_join_a_char_to_a_space():
+    session = tokenizer("gemma-4").session()
+    cut = session.cut_pattern()
+    assert cut is not None
+    # gemma-4 merges '>' with '▁</': no cut may fall between them
+    assert cut.split("a>▁</b▁c") == ["a>▁</b", "▁c"]
+
+
+@pytest.mark.reference
+def test_segments_merge_like_the_whole_word(inproc):
+    from harness.bench_corpus import corpus
+    from reference.vocabs import all_inp_texts, vocab_path
+    tok = tokenizer("gemma-4")
+    session = tok.session()
+    lines = corpus(200_000).splitlines() + all_inp_texts() + ["<b> </b> <i> </i>" * 20, " x" * 100]
+    for line in lines:
+        for word in session.words(line.replace(" ", "\u2581").encode()):
+            syms = utf8_symbols(word)
+            if b" " not in word or len(syms) < 2:
+                assert session._merge(word, syms) == merge_word(syms, session._ranks), word
+    ref = inproc(str(vocab_path("gemma-4")))
+    assert _mismatches(tok, ref, ["<b> </b> <i> </i>" * 20 + "\n" + "a> </b " * 30]) == []

@@ -28,6 +28,7 @@ this session as llama.cpp does.
 from __future__ import annotations
 
 import heapq
+import re
 from itertools import chain
 
 from harness import unicode as U
@@ -39,6 +40,9 @@ _DNA_OPEN, _DNA_CLOSE, _DNA_OOV = b"<dna>", b"</dna>", b"<oov>"
 _DNA_MARKER = "\ue000".encode()  # k-mer texts carry U+E000 in token_to_id
 _DNA_K = 6
 _CACHE_MAX = 200_000
+_SEGMENT_MIN = 24          # symbols; shorter words merge whole
+_ESCAPED_STR = "\u2581"
+_ESCAPED = _ESCAPED_STR.encode()
 
 
 class LlamaAbort(HarnessError):
@@ -115,6 +119,8 @@ class Session:
         self._t2i = vocab.token_to_id
         self._ranks = vocab.merge_ranks
         self._cache: dict[str, tuple[int, ...]] = {}
+        self._segments: dict[str, list[bytes]] = {}
+        self._cut: re.Pattern | None | bool = False  # False: not worked out yet
 
     # --- the plain BPE session -------------------------------------------
 
@@ -165,7 +171,7 @@ class Session:
                     f"word {word!r} has a space inside a multi-symbol BPE word: llama.cpp's "
                     "find_bpe_rank hits GGML_ASSERT(token_left.find(' ') == npos) and aborts "
                     f"(pre_type {self.pre_type}, byte_encode {self.byte_encode})")
-            symbols = merge_word(symbols, self._ranks)
+            symbols = self._merge(word, symbols)
         out: list[int] = []
         for s in symbols:
             tid = t2i.get(s)
@@ -178,6 +184,49 @@ class Session:
                 if tid is not None:
                     out.append(tid)
         return out
+
+    def _merge(self, word: bytes, symbols: list[bytes]) -> list[bytes]:
+        """merge_word, one cached segment at a time where :meth:`cut_pattern` allows.
+
+        Long words (GEMMA4 makes a whole line one word) would otherwise run one
+        big queue per line; segments repeat far more often than lines do.
+        """
+        cut = self.cut_pattern() if len(symbols) >= _SEGMENT_MIN else None
+        if cut is None:
+            return merge_word(symbols, self._ranks)
+        try:
+            text = word.decode("utf-8")
+        except UnicodeDecodeError:
+            return merge_word(symbols, self._ranks)
+        out: list[bytes] = []
+        for seg in cut.split(text):
+            merged = self._segments.get(seg)
+            if merged is None:
+                if len(self._segments) >= _CACHE_MAX:
+                    self._segments.clear()
+                merged = self._segments[seg] = merge_word(utf8_symbols(seg.encode()), self._ranks)
+            out += merged
+        return out
+
+    def cut_pattern(self) -> "re.Pattern | None":
+        """Where a word may be cut before merging: before each '▁' whose previous char
+        cannot end the left side of a merge whose right side starts with '▁'.
+
+        No merge can then join across the cut, and merges on either side never
+        meet, so merging the pieces apart gives the same symbols. Only for vocabs
+        that merge raw text with '▁' for spaces (no byte encoding); None otherwise.
+        """
+        if self._cut is False:
+            self._cut = None
+            if not self.byte_encode and self.vocab.escape_whitespaces:
+                lefts = [left for left, right in self._ranks if right[:3] == _ESCAPED]
+                ends = {utf8_symbols(left)[-1] for left in lefts if left and left[-3:] != _ESCAPED}
+                try:
+                    chars = "".join(re.escape(e.decode("utf-8")) for e in sorted(ends))
+                    self._cut = re.compile(f"(?<=[^{_ESCAPED_STR}{chars}])(?={_ESCAPED_STR})")
+                except UnicodeDecodeError:
+                    self._cut = None  # a left side ending in a broken sequence: no cuts
+        return self._cut
 
     # --- model 'whitespace' (llm_tokenizer_whitespace_session) -------------
 
