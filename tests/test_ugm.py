@@ -34,6 +34,9 @@ ADVERSARIAL = [
     "😀", "😀😀 🤖", "a\u3000b", "ＡＢＣ①ﬁ㍿", "ｶﾞｷﾞ", "\t\n\r", "\x00a", "Hello\x00World", "\u00a0\u00a0x",
     "Kantō", "lǜshi", "a\na", "한국어", "x\u0301", "…", "“quote”", "ⅷ", "\ufeffx", "\u200b", "\U0010ffff",
     "", " ", "   ", "▁", "▁▁x▁", "A" * 2000, "ab " * 300,
+    # an ASCII letter starts charsmap keys that go on with a combining mark
+    "e\u0301", "ae\u0301b", "A\u030a.", "oe\u0308 u\u0308e", "e\u0301\u0301", "n\u0303a", "e\u0301",
+    "Q\u0301", "<\u0338", "=\u0338x", ">\u0338 ", "a\u0301\x00",
 ]
 ADVERSARIAL_BYTES = [b"\xff", b"a\xe4\xbd", b"\xc0\xaf", b"\xed\xa0\x80", b"\xf4\x90\x80\x80",
                      b"\xf7\xbf\xbf\xbf\x80", b"\x80 \x80", b"\xe6\xad x"]

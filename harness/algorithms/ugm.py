@@ -122,6 +122,26 @@ class Charsmap:
                 return False
         return True
 
+    def children(self, prefix: bytes) -> set[int]:
+        """The bytes that continue ``prefix`` in the trie (walks that do not end there).
+
+        >>> Charsmap(b"").children(b"a")
+        set()
+        """
+        nodes = self.nodes
+        if not nodes:
+            return set()
+        root = nodes[0]
+        index = (root >> 10) << ((root & 0x200) >> 6)
+        for c in prefix:
+            index ^= c
+            if index >= len(nodes) or nodes[index] & 0x800000FF != c:
+                return set()
+            node = nodes[index]
+            index ^= (node >> 10) << ((node & 0x200) >> 6)
+        return {c for c in range(1, 256)
+                if (index ^ c) >= len(nodes) or nodes[index ^ c] & 0x800000FF == c}
+
     def _past_end(self, index: int) -> VocabError:
         return VocabError(f"precompiled_charsmap: XCDA node index {index} is past the "
                           f"{len(self.nodes)}-entry array; llama.cpp throws 'Index out of "
@@ -231,14 +251,36 @@ class Session:
         self._exact_len = _exact_length([self._score[i] for i in in_trie] + [self._unk_score])
 
     def _plain_pattern(self, user_first: set[int]) -> re.Pattern | None:
-        """Runs of ASCII bytes normalize_prefix passes through one by one unchanged:
-        no USER_DEFINED text starts with them, no charsmap key does (NUL never
-        reaches the charsmap), and not the space, which the space rules handle."""
-        plain = [c for c in range(0x80) if c != 0x20 and c not in user_first
-                 and (c == 0 or not self._charsmap.may_start(c))]
-        if not plain:
-            return None
-        return re.compile(b"[" + b"".join(re.escape(bytes([c])) for c in plain) + b"]+")
+        """Runs of ASCII bytes that normalize_prefix passes through one by one unchanged.
+
+        A byte qualifies when no USER_DEFINED text starts with it and either no
+        charsmap key does (NUL never reaches the charsmap), or it is no key by
+        itself and every key starting with it goes on with a non-ASCII byte (a
+        letter before a combining mark): then it passes whenever the next byte
+        is ASCII or the end.
+        """
+        cm = self._charsmap
+        free, before_ascii = [], []
+        for c in range(0x80):
+            if c in user_first:
+                continue
+            if c == 0 or not cm.may_start(c):
+                free.append(c)
+            elif self._passes_before_ascii(c):
+                before_ascii.append(c)
+        alts = []
+        if free:
+            alts.append(b"[" + b"".join(re.escape(bytes([c])) for c in free) + b"]")
+        if before_ascii:
+            alts.append(b"[" + b"".join(re.escape(bytes([c])) for c in before_ascii) + b"](?![\x80-\xff])")
+        return re.compile(b"(?:" + b"|".join(alts) + b")+") if alts else None
+
+    def _passes_before_ascii(self, c: int) -> bool:
+        try:  # a corrupt charsmap raises here; llama.cpp raises only when tokenizing
+            return (self._charsmap.match(bytes([c]), 0) is None
+                    and all(b >= 0x80 for b in self._charsmap.children(bytes([c]))))
+        except VocabError:
+            return False
 
     def tokenize(self, text: bytes) -> list[int]:
         """Ids for one raw fragment.
