@@ -171,13 +171,21 @@ def test_every_token_piece_reencodes_alike(name, inproc):
 
 # --- random tiny vocabs: queue order under many score ties ------------------------------------
 
-def _random_vocab(rng: random.Random) -> tuple[list[str], list[float]]:
-    """Specials, 256 byte tokens, then ~60 random pieces over 'ab▁é' scored from {-1,-2,-3}."""
+def _random_vocab(rng: random.Random, cuttable: bool = False) -> tuple[list[str], list[float]]:
+    """Specials, 256 byte tokens, then ~60 random pieces over 'ab▁é' scored from {-1,-2,-3}.
+
+    ``cuttable``: '▁' only as a leading run (plus '▁' and '▁▁'), so the session works per segment.
+    """
+    def piece() -> str:
+        if cuttable:
+            return "▁" * rng.choice([0, 0, 1, 2]) + "".join(rng.choice("abé") for _ in range(rng.randint(1, 3)))
+        return "".join(rng.choice("ab▁é") for _ in range(rng.randint(1, 4)))
     pieces = set()
     while len(pieces) < 60:
-        pieces.add("".join(rng.choice("ab▁é") for _ in range(rng.randint(1, 4))))
-    tokens = ["<unk>", "<s>", "</s>"] + ["<0x%02X>" % b for b in range(256)] + sorted(pieces)
-    scores = [0.0] * 259 + [float(rng.choice([-1, -2, -3])) for _ in pieces]
+        pieces.add(piece())
+    extra = ["▁", "▁▁"] if cuttable else []
+    tokens = ["<unk>", "<s>", "</s>"] + ["<0x%02X>" % b for b in range(256)] + sorted(pieces) + extra
+    scores = [0.0] * 259 + [float(rng.choice([-1, -2, -3])) for _ in range(len(pieces) + len(extra))]
     return tokens, scores
 
 
@@ -194,21 +202,11 @@ def test_random_tiny_vocabs_match_reference(tmp_path, inproc, seed):
     assert not bad, f"{len(bad)}/{len(texts)} mismatches; first (text, ours, llama.cpp): {bad[0]!r}"
 
 
-def _cuttable_vocab(rng: random.Random) -> tuple[list[str], list[float]]:
-    """Like _random_vocab, but '▁' only as a leading run: the session then works per segment."""
-    pieces = set()
-    while len(pieces) < 60:
-        pieces.add("▁" * rng.choice([0, 0, 1, 2]) + "".join(rng.choice("abé") for _ in range(rng.randint(1, 3))))
-    tokens = ["<unk>", "<s>", "</s>"] + ["<0x%02X>" % b for b in range(256)] + sorted(pieces) + ["▁", "▁▁"]
-    scores = [0.0] * 259 + [float(rng.choice([-1, -2, -3])) for _ in range(len(pieces) + 2)]
-    return tokens, scores
-
-
 @pytest.mark.parametrize("seed", range(4))
 def test_random_cuttable_vocabs_match_reference(tmp_path, inproc, seed):
     """Segments cut before each '▁' (and cached) give llama.cpp's ids, ties and all."""
     rng = random.Random(seed)
-    tokens, scores = _cuttable_vocab(rng)
+    tokens, scores = _random_vocab(rng, cuttable=True)
     path = _tiny(tmp_path, scores, tokens, [2, 3, 3] + [6] * 256 + [1] * (len(tokens) - 259))
     session, ref = spm.Session(Vocab.from_gguf(path)), inproc(str(path))
     assert session._cuttable

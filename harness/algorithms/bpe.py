@@ -29,9 +29,9 @@ from __future__ import annotations
 
 import heapq
 import re
-from itertools import chain
 
 from harness import unicode as U
+from harness.algorithms._cache import PieceMemo
 from harness.errors import HarnessError
 from harness.pretokenize import byte_encodes, split_words
 
@@ -39,7 +39,6 @@ _LEN_BY_NIBBLE = (1,) * 12 + (2, 2, 3, 4)  # unicode_len_utf8: lead byte's high 
 _DNA_OPEN, _DNA_CLOSE, _DNA_OOV = b"<dna>", b"</dna>", b"<oov>"
 _DNA_MARKER = "\ue000".encode()  # k-mer texts carry U+E000 in token_to_id
 _DNA_K = 6
-_CACHE_MAX = 200_000
 _SEGMENT_MIN = 24          # symbols; shorter words merge whole
 _ESCAPED_STR = "\u2581"
 _ESCAPED = _ESCAPED_STR.encode()
@@ -118,8 +117,9 @@ class Session:
         self.byte_encode = byte_encodes(vocab.pre_type)
         self._t2i = vocab.token_to_id
         self._ranks = vocab.merge_ranks
-        self._cache: dict[str, tuple[int, ...]] = {}
-        self._segments: dict[str, list[bytes]] = {}
+        # word (before byte encoding) -> ids; raw segment -> merged symbols
+        self._words = PieceMemo(lambda w: tuple(self.word_ids(self._encode_word(w))))
+        self._segments = PieceMemo(lambda seg: merge_word(utf8_symbols(seg.encode()), self._ranks))
         self._cut: re.Pattern | None | bool = False  # False: not worked out yet
 
     # --- the plain BPE session -------------------------------------------
@@ -140,16 +140,7 @@ class Session:
         dict lookup (a word's ids depend on nothing but the word).
         """
         words = split_words(self.pre_type, U.text_from_utf8(text))
-        found = list(map(self._cache.get, words))
-        if None in found:
-            found = [ids if ids is not None else self._word_ids_cached(w) for w, ids in zip(words, found)]
-        return list(chain.from_iterable(found))
-
-    def _word_ids_cached(self, word: str) -> tuple[int, ...]:
-        if len(self._cache) >= _CACHE_MAX:
-            self._cache.clear()
-        ids = self._cache[word] = tuple(self.word_ids(self._encode_word(word)))
-        return ids
+        return self._words.flat(words)
 
     def _encode_word(self, word: str) -> bytes:
         return U.byte_encode(word).encode("utf-8") if self.byte_encode else U.cpts_to_utf8(word)
@@ -198,15 +189,7 @@ class Session:
             text = word.decode("utf-8")
         except UnicodeDecodeError:
             return merge_word(symbols, self._ranks)
-        out: list[bytes] = []
-        for seg in cut.split(text):
-            merged = self._segments.get(seg)
-            if merged is None:
-                if len(self._segments) >= _CACHE_MAX:
-                    self._segments.clear()
-                merged = self._segments[seg] = merge_word(utf8_symbols(seg.encode()), self._ranks)
-            out += merged
-        return out
+        return self._segments.flat(cut.split(text))
 
     def cut_pattern(self) -> "re.Pattern | None":
         """Where a word may be cut before merging: before each '▁' whose previous char

@@ -35,6 +35,7 @@ import heapq
 import itertools
 import re
 
+from harness.algorithms._cache import PieceMemo
 from harness.errors import VocabError
 
 # unicode_len_utf8 (U:16): symbol length from the high nibble of the lead byte.
@@ -68,7 +69,7 @@ class Session:
         self._neg_score: dict[bytes, float] = {t: -scores[i] for t, i in self._token_to_id.items()}
         self._byte_ids = byte_fallback_ids(self._token_to_id)
         self._cuttable = splits_at_spaces(self._token_to_id)
-        self._cache: dict[str, tuple[int, ...]] = {}
+        self._segments = PieceMemo(lambda seg: tuple(self.tokenize_whole(seg.encode())))
 
     def tokenize(self, text: bytes) -> list[int]:
         """Ids for one escaped fragment (spaces already ``▁``).
@@ -92,17 +93,7 @@ class Session:
 
     def _tokenize_segments(self, text: str) -> list[int]:
         """The same ids, one cached segment at a time (see :func:`splits_at_spaces`)."""
-        segments = _SEGMENT.findall(text)
-        found = list(map(self._cache.get, segments))
-        if None in found:
-            found = [ids if ids is not None else self._segment_ids(seg) for seg, ids in zip(segments, found)]
-        return list(itertools.chain.from_iterable(found))
-
-    def _segment_ids(self, segment: str) -> tuple[int, ...]:
-        if len(self._cache) >= _CACHE_MAX:
-            self._cache.clear()
-        ids = self._cache[segment] = tuple(self.tokenize_whole(segment.encode()))
-        return ids
+        return self._segments.flat(_SEGMENT.findall(text))
 
     def tokenize_whole(self, text: bytes) -> list[int]:
         """The reference: llama.cpp's symbol queue over the whole fragment."""
@@ -179,7 +170,6 @@ class Session:
 
 
 _ESCAPED = "\u2581"
-_CACHE_MAX = 200_000
 # A cut falls before every '▁' that follows another char: a segment is '▁'* then non-'▁'.
 _SEGMENT = re.compile(f"{_ESCAPED}*[^{_ESCAPED}]+|{_ESCAPED}+")
 

@@ -36,6 +36,7 @@ from itertools import chain
 
 import numpy as np
 
+from harness.algorithms._cache import PieceMemo
 from harness.algorithms.spm import _SEGMENT, UTF8_LEN, splits_at_spaces
 from harness.errors import VocabError
 
@@ -244,8 +245,8 @@ class Session:
         self._user_max = max((len(tokens[i]) for i in user), default=0)
         self._unk_score = float(_unknown_score(scores[attrs & ATTR_NORMAL != 0]))
         self._plain_run = self._plain_pattern({tokens[i][0] for i in user})
-        self._norm_cache: dict[bytes, bytes] = {}
-        self._vit_cache: dict[str, tuple[int, ...]] = {}
+        self._normalized = PieceMemo(self._normalize_prefixes, _CACHE_MAX)
+        self._segments = PieceMemo(lambda seg: tuple(self._viterbi(seg.encode())), _CACHE_MAX)
         self._cuts_at_spaces: bool | None = None
         self._cuttable = self._space == ESCAPED_SPACE and splits_at_spaces(self._ids)
         self._exact_len = _exact_length([self._score[i] for i in in_trie] + [self._unk_score])
@@ -312,10 +313,7 @@ class Session:
         ``_exact_len`` bounds the fragment length for (b). Runs of unk collapse
         across segment edges as they do inside one.
         """
-        segments = _SEGMENT.findall(norm)
-        found = list(map(self._vit_cache.get, segments))
-        if None in found:
-            found = [ids if ids is not None else self._segment_ids(seg) for seg, ids in zip(segments, found)]
+        found = self._segments.all(_SEGMENT.findall(norm))
         unk = self._unk
         if not any(ids[0] == unk for ids in found[1:]):
             return list(chain.from_iterable(found))
@@ -324,11 +322,6 @@ class Session:
             out.extend(ids[1:] if out and out[-1] == unk and ids[0] == unk else ids)
         return out
 
-    def _segment_ids(self, segment: str) -> tuple[int, ...]:
-        if len(self._vit_cache) >= _CACHE_MAX:
-            self._vit_cache.clear()
-        ids = self._vit_cache[segment] = tuple(self._viterbi(segment.encode()))
-        return ids
 
     def normalize(self, text: bytes) -> bytes:
         """The normalized string llama.cpp's Viterbi runs on.
@@ -349,17 +342,7 @@ class Session:
         """
         if b" " not in text or not self.cuts_at_spaces():
             return self._normalize_prefixes(text)
-        chunks = _RAW_CHUNK.findall(text)
-        found = list(map(self._norm_cache.get, chunks))
-        if None in found:
-            found = [n if n is not None else self._normalized_chunk(c) for c, n in zip(chunks, found)]
-        return b"".join(found)
-
-    def _normalized_chunk(self, chunk: bytes) -> bytes:
-        if len(self._norm_cache) >= _CACHE_MAX:
-            self._norm_cache.clear()
-        out = self._norm_cache[chunk] = self._normalize_prefixes(chunk)
-        return out
+        return b"".join(self._normalized.all(_RAW_CHUNK.findall(text)))
 
     def _normalize_prefixes(self, text: bytes) -> bytes:
         out = bytearray()

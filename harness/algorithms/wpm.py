@@ -27,11 +27,11 @@ The input is the raw fragment bytes. llama.cpp, and so this module:
 from __future__ import annotations
 
 import re
-from itertools import chain
 
 import numpy as np
 
 from harness import unicode as U
+from harness.algorithms._cache import PieceMemo
 
 LLAMA_TOKEN_NULL = -1  # what llama.cpp emits for a NULL special id (no unk in the vocab)
 SPACE_PREFIX = b"\xe2\x96\x81"  # ▁ U+2581, the "phantom space" of every word
@@ -141,7 +141,8 @@ class Session:
         self._fates: dict[int, tuple[int, bytes]] = {}  # classify() per code point
         self._words: dict[bytes, list[int]] = {}       # ids per word; words repeat a lot
         self._breaks = _break_pattern(self._strip_accents)
-        self._chunks: dict[str, tuple[int, ...]] = {}  # ids per whitespace-free chunk
+        # ids per whitespace-free chunk: whitespace only ends words, so chunks are independent
+        self._chunks = PieceMemo(lambda chunk: tuple(self.tokenize_whole(chunk.encode())), _WORD_CACHE_SIZE)
         self._inner: set[bytes] | None = None
 
     def tokenize(self, text: bytes) -> list[int]:
@@ -157,17 +158,7 @@ class Session:
             chunks = self._breaks.split(text.decode("utf-8"))
         except UnicodeDecodeError:
             return self.tokenize_whole(text)  # invalid UTF-8: llama.cpp's decoding rules apply
-        found = list(map(self._chunks.get, chunks))
-        if None in found:
-            found = [ids if ids is not None else self._chunk_ids(c) for c, ids in zip(chunks, found)]
-        return list(chain.from_iterable(found))
-
-    def _chunk_ids(self, chunk: str) -> tuple[int, ...]:
-        """A chunk between whitespace runs: whitespace only ends words, so chunks are independent."""
-        if len(self._chunks) >= _WORD_CACHE_SIZE:
-            self._chunks.clear()
-        ids = self._chunks[chunk] = tuple(self.tokenize_whole(chunk.encode()))
-        return ids
+        return self._chunks.flat(chunks)
 
     def tokenize_whole(self, text: bytes) -> list[int]:
         """The reference: ``preprocess`` over the whole fragment, then each word."""
