@@ -144,7 +144,16 @@ class ExternalPort:
         return err
 
     def request(self, request: dict) -> dict:
-        """Send one request, return the parsed response object or raise PortError."""
+        """Send one request, return the parsed response object or raise PortError
+        (also when the port answered ``{"error": ...}``)."""
+        response = self.exchange(request)
+        if "error" in response:
+            raise self._fail(f"answered {str(response)[:300]}", request)
+        return response
+
+    def exchange(self, request: dict) -> dict:
+        """Send one request, return the response object as it is (it may hold
+        ``"error"``); PortError when none comes, or it is not a JSON object."""
         if self.dead is not None:
             raise PortError(f"port {self.command!r} is down after an earlier error:\n{self.dead}",
                             stderr=self.dead.stderr)
@@ -165,8 +174,8 @@ class ExternalPort:
             response = json.loads(line)
         except ValueError:
             raise self._fail(f"answered garbage {line[:200]!r}", request) from None
-        if not isinstance(response, dict) or "error" in response:
-            raise self._fail(f"answered {str(response)[:300]}", request)
+        if not isinstance(response, dict):
+            raise self._fail(f"answered {str(response)[:300]}, not a JSON object", request)
         return response
 
     def _field(self, response: dict, key: str, request: dict):

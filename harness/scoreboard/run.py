@@ -32,7 +32,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from harness.errors import HarnessError, PortError
-from harness.scoreboard.client import PortClient, probe_result
+from harness.conformance.ports import ExternalPort
+from harness.scoreboard.client import probe_result
 from harness.scoreboard.render import html_page, json_text, markdown
 from harness.scoreboard.results import Cell, cell_from_json, fill_from_report, load_report, settle
 
@@ -92,11 +93,11 @@ def examine(command: str, vocab: str, texts: list[str], timeout: float) -> tuple
 
     path = vocab_path(vocab)
     try:
-        client = PortClient(command, path, timeout=timeout)
+        client = ExternalPort(command, path, timeout=timeout)
     except PortError as e:
         return "port-error", str(e), None
     try:
-        status, detail = probe_result(client.request({"op": "info"}))
+        status, detail = probe_result(client.exchange({"op": "info"}))
         if status != "ok" or not texts:
             return status, detail, None
         reference = InProcessReference.load(path)
