@@ -21,6 +21,7 @@ import importlib
 import operator
 import os
 import re
+from itertools import chain
 from typing import Iterable, Sequence
 
 from harness import unicode as U
@@ -53,6 +54,7 @@ class Tokenizer:
         self._pieces: dict[int, bytes] = {}
         # (id, text, attr) of cache_special_tokens, in llama.cpp's (libstdc++ std::sort) order
         self._specials = [(i, vocab.tokens[i], vocab.attrs[i]) for i in vocab.special_cache]
+        self._by_head: dict[bytes, list[int]] | None = None  # see _candidates
 
     @classmethod
     def from_gguf(cls, path: str | os.PathLike) -> "Tokenizer":
@@ -138,15 +140,12 @@ class Tokenizer:
         C-isspace bytes next to the token.
         """
         frags: list[int | tuple[int, int]] = [(0, len(raw))]
-        heads: dict[bytes, bool] = {}  # many specials share a head ('<|reserved_...'): test it once
-        for tid, text, attr in self._specials:
+        specials = self._specials
+        for k in self._candidates(raw):
+            tid, text, attr = specials[k]
             if not parse_special and attr & (CONTROL | UNKNOWN):
                 continue
-            head = text[:_HEAD]
-            present = heads.get(head)
-            if present is None:
-                present = heads[head] = head in raw
-            if not present or text not in raw:  # fragments are slices of raw: a global pre-check
+            if text not in raw:  # fragments are slices of raw: a global pre-check
                 continue
             out: list[int | tuple[int, int]] = []
             for f in frags:
@@ -156,6 +155,19 @@ class Tokenizer:
                     _split_fragment(raw, f[0], f[1], tid, text, attr, out)
             frags = out
         return [f if isinstance(f, int) else raw[f[0]:f[1]] for f in frags]
+
+    def _candidates(self, raw: bytes) -> list[int]:
+        """Indices (in cache order) of the specials whose first bytes occur in ``raw``.
+
+        Many specials share a head ('<|reserved_special_token_...'): each head is
+        looked for once, and specials under an absent head are never visited.
+        """
+        if self._by_head is None:
+            self._by_head = {}
+            for k, (_, text, _) in enumerate(self._specials):
+                self._by_head.setdefault(text[:_HEAD], []).append(k)
+        found = [ks for head, ks in self._by_head.items() if head in raw]
+        return sorted(chain.from_iterable(found)) if len(found) > 1 else (found[0] if found else [])
 
     def _run(self, fragments: list[int | bytes]) -> list[int]:
         out: list[int] = []

@@ -77,31 +77,34 @@ def merge_word(symbols: list[bytes], ranks: dict[tuple[bytes, bytes], int]) -> l
     [b'aa', b'a']
     """
     sym = list(symbols)
-    prev = list(range(-1, len(sym) - 1))
-    nxt = list(range(1, len(sym) + 1))
-    nxt[-1:] = [-1] if sym else []
-    queue: list[tuple[int, int, int, bytes]] = []
-
-    def push(left: int, right: int) -> None:
-        if left == -1 or right == -1:
-            return
-        rank = ranks.get((sym[left], sym[right]))
-        if rank is not None:
-            # llm_bigram_bpe::comparator: lowest rank, then lowest left index
-            heapq.heappush(queue, (rank, left, right, sym[left] + sym[right]))
-
-    for i in range(1, len(sym)):
-        push(i - 1, i)
+    n = len(sym)
+    if n < 2:
+        return sym
+    get = ranks.get
+    prev = list(range(-1, n - 1))
+    nxt = list(range(1, n + 1))
+    nxt[-1] = -1
+    # llm_bigram_bpe::comparator: lowest rank, then lowest left index
+    queue = [(r, i, i + 1, sym[i] + sym[i + 1]) for i in range(n - 1)
+             if (r := get((sym[i], sym[i + 1]))) is not None]
+    heapq.heapify(queue)
+    pop, push = heapq.heappop, heapq.heappush
     while queue:
-        _, left, right, text = heapq.heappop(queue)
-        if not sym[left] or not sym[right] or sym[left] + sym[right] != text:
-            continue  # outdated bigram: one side changed (or is gone) since it was queued
+        _, left, right, text = pop(queue)
+        a, b = sym[left], sym[right]
+        # outdated bigram: a side is gone or has grown since it was queued (symbols
+        # only grow, so comparing lengths is comparing texts, as llama.cpp does)
+        if not a or not b or len(a) + len(b) != len(text):
+            continue
         sym[left], sym[right] = text, b""
-        nxt[left] = nxt[right]
-        if nxt[right] >= 0:
-            prev[nxt[right]] = left
-        push(prev[left], left)
-        push(left, nxt[left])
+        after = nxt[left] = nxt[right]
+        if after >= 0:
+            prev[after] = left
+        before = prev[left]
+        if before >= 0 and (r := get((sym[before], text))) is not None:
+            push(queue, (r, before, left, sym[before] + text))
+        if after >= 0 and (r := get((text, sym[after]))) is not None:
+            push(queue, (r, left, after, text + sym[after]))
     return [s for s in sym if s]
 
 
