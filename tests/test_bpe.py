@@ -129,7 +129,8 @@ def tiny(tokens, merges=(), pre_type="GPT2", **flags):
     for rank, m in enumerate(merges):
         a, b = m.split(" ")
         ranks.setdefault((a.encode(), b.encode()), rank)
-    base = dict(vocab_type="bpe", model="gpt2", path="<tiny>", ignore_merges=False, lowercase=False)
+    base = dict(vocab_type="bpe", model="gpt2", path="<tiny>", ignore_merges=False, lowercase=False,
+                escape_whitespaces=False)
     return SimpleNamespace(**{**base, **flags, "pre_type": pre_type, "token_to_id": t2i, "merge_ranks": ranks})
 
 
@@ -283,6 +284,6 @@ def test_segments_merge_like_the_whole_word(inproc):
         for word in session.words(line.replace(" ", "\u2581").encode()):
             syms = utf8_symbols(word)
             if b" " not in word or len(syms) < 2:
-                assert session._merge(word, syms) == merge_word(syms, session._ranks), word
+                assert session._merge(word, syms) == merge_word(syms, session.ranks()), word
     ref = inproc(str(vocab_path("gemma-4")))
     assert _mismatches(tok, ref, ["<b> </b> <i> </i>" * 20 + "\n" + "a> </b " * 30]) == []

@@ -97,7 +97,8 @@ def test_which_texts_whitespace_pre_refuses():
     from harness.algorithms.bpe import Session
     from types import SimpleNamespace
     v = SimpleNamespace(vocab_type="bpe", model="gpt2", pre_type="WHITESPACE", path="<tiny>",
-                        token_to_id={b"a": 0}, merge_ranks={}, ignore_merges=False, lowercase=False)
+                        token_to_id={b"a": 0}, merge_ranks={}, ignore_merges=False, lowercase=False,
+                        escape_whitespaces=False)
     refused = []
     for text in TEXTS:
         try:

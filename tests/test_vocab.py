@@ -414,3 +414,17 @@ def test_gguf_v2_vocab_loads(tmp_path):
     write_gguf(p, spm(), version=2)
     from reference.inproc import InProcessReference
     assert_matches_llama(Vocab.from_gguf(p), require(lambda: InProcessReference(p)))
+
+
+def test_merge_ranks_are_built_on_first_use():
+    """Loading a BPE vocab leaves the 150k-entry rank table for the first merge to build;
+    decoding and pieces never build it."""
+    from harness.tokenizer import Tokenizer
+    from reference.vocabs import vocab_path
+    from needs import require
+    tok = Tokenizer.from_gguf(require(vocab_path, "qwen2"))
+    assert not tok.vocab.merge_ranks.built          # load (and its '\n' probe) did not need them
+    tok.decode([9707, 1879])
+    assert not tok.vocab.merge_ranks.built
+    assert tok.encode("Hello world") == [9707, 1879]
+    assert tok.vocab.merge_ranks.built and len(tok.vocab.merge_ranks) == 151387

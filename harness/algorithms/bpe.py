@@ -34,6 +34,7 @@ from harness import unicode as U
 from harness.algorithms._cache import PieceMemo
 from harness.errors import HarnessError
 from harness.pretokenize import byte_encodes, split_words
+from harness.vocab import LazyMergeRanks
 
 _LEN_BY_NIBBLE = (1,) * 12 + (2, 2, 3, 4)  # unicode_len_utf8: lead byte's high nibble
 _DNA_OPEN, _DNA_CLOSE, _DNA_OOV = b"<dna>", b"</dna>", b"<oov>"
@@ -119,10 +120,10 @@ class Session:
         self.pre_type = vocab.pre_type
         self.byte_encode = byte_encodes(vocab.pre_type)
         self._t2i = vocab.token_to_id
-        self._ranks = vocab.merge_ranks
+        self._ranks_dict: dict | None = None  # see ranks()
         # word (before byte encoding) -> ids; raw segment -> merged symbols
         self._words = PieceMemo(lambda w: tuple(self.word_ids(self._encode_word(w))))
-        self._segments = PieceMemo(lambda seg: merge_word(utf8_symbols(seg.encode()), self._ranks))
+        self._segments = PieceMemo(lambda seg: merge_word(utf8_symbols(seg.encode()), self.ranks()))
         self._cut: re.Pattern | None | bool = False  # False: not worked out yet
 
     # --- the plain BPE session -------------------------------------------
@@ -185,14 +186,23 @@ class Session:
         Long words (GEMMA4 makes a whole line one word) would otherwise run one
         big queue per line; segments repeat far more often than lines do.
         """
+        if len(symbols) < 2:
+            return symbols  # nothing to merge: the ranks are not even needed
         cut = self.cut_pattern() if len(symbols) >= _SEGMENT_MIN else None
         if cut is None:
-            return merge_word(symbols, self._ranks)
+            return merge_word(symbols, self.ranks())
         try:
             text = word.decode("utf-8")
         except UnicodeDecodeError:
-            return merge_word(symbols, self._ranks)
+            return merge_word(symbols, self.ranks())
         return self._segments.flat(cut.split(text))
+
+    def ranks(self) -> dict[tuple[bytes, bytes], int]:
+        """The merge ranks as a plain dict (the vocab builds them on first use)."""
+        if self._ranks_dict is None:
+            ranks = self.vocab.merge_ranks
+            self._ranks_dict = ranks.dict() if isinstance(ranks, LazyMergeRanks) else ranks
+        return self._ranks_dict
 
     def cut_pattern(self) -> "re.Pattern | None":
         """Where a word may be cut before merging: before each '▁' whose previous char
@@ -205,7 +215,7 @@ class Session:
         if self._cut is False:
             self._cut = None
             if not self.byte_encode and self.vocab.escape_whitespaces:
-                lefts = [left for left, right in self._ranks if right[:3] == _ESCAPED]
+                lefts = [left for left, right in self.ranks() if right[:3] == _ESCAPED]
                 ends = {utf8_symbols(left)[-1] for left in lefts if left and left[-3:] != _ESCAPED}
                 try:
                     chars = "".join(re.escape(e.decode("utf-8")) for e in sorted(ends))
