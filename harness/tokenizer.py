@@ -55,6 +55,7 @@ class Tokenizer:
         # (id, text, attr) of cache_special_tokens, in llama.cpp's (libstdc++ std::sort) order
         self._specials = [(i, vocab.tokens[i], vocab.attrs[i]) for i in vocab.special_cache]
         self._by_head: dict[bytes, list[int]] | None = None  # see _candidates
+        self._hidden: frozenset[int] | None = None           # see _hidden_ids
 
     @classmethod
     def from_gguf(cls, path: str | os.PathLike) -> "Tokenizer":
@@ -285,11 +286,35 @@ class Tokenizer:
             ids = ids[1:]
         if remove_special and v.add_eos and ids and ids[-1] == v.eos:
             ids = ids[:-1]
-        parts = []
-        for i, tid in enumerate(ids):
-            parts.append(self.token_to_piece(tid, special=unparse_special, lstrip=int(remove_space and i == 0)))
+        if ids and set(map(type, ids)) == {int}:
+            parts = self._pieces_of(ids, unparse_special)
+            if remove_space and parts[0][:1] == b" ":
+                parts[0] = parts[0][1:]
+        else:  # numpy ints, bools, bad values: one checked call per id
+            parts = [self.token_to_piece(tid, special=unparse_special, lstrip=int(remove_space and i == 0))
+                     for i, tid in enumerate(ids)]
         text = b"".join(parts)
         return clean_spaces(text) if v.clean_spaces else text
+
+    def _pieces_of(self, ids: list[int], special: bool) -> list[bytes]:
+        """token_to_piece of every id (plain ints), from the piece cache in one pass;
+        an id not cached yet (or out of range) goes through token_to_piece."""
+        parts = list(map(self._pieces.get, ids))
+        if None in parts:
+            for tid in set(t for t, p in zip(ids, parts) if p is None):
+                self.token_to_piece(tid, special=True)  # validates and caches
+            parts = list(map(self._pieces.__getitem__, ids))
+        if not special:
+            hidden = self._hidden_ids()
+            if not hidden.isdisjoint(ids):
+                parts = [b"" if t in hidden else p for t, p in zip(ids, parts)]
+        return parts
+
+    def _hidden_ids(self) -> frozenset[int]:
+        """CONTROL and UNKNOWN tokens: pieces only with ``special``."""
+        if self._hidden is None:
+            self._hidden = frozenset(i for i, a in enumerate(self.vocab.attrs) if a & (UNKNOWN | CONTROL))
+        return self._hidden
 
     def decode_str(self, ids: Iterable[int], *, remove_special: bool = False, unparse_special: bool = False) -> str:
         """:meth:`decode` as text. LOSSY: invalid UTF-8 becomes U+FFFD. Use for display only.

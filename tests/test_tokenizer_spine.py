@@ -387,3 +387,21 @@ def test_no_vocab_model_decodes_to_nothing_and_cannot_encode(tmp_path):
     assert tok.decode([0, 1]) == ref.decode([0, 1], False, False) == b""
     with pytest.raises(HarnessError, match="aborts"):  # llama.cpp GGML_ABORTs: not run there
         tok.encode("")
+
+
+def test_decode_fast_path_keeps_the_checks():
+    """Plain ints take the one-pass piece lookup; anything else the checked per-id path,
+    with the same bytes and the same errors."""
+    import numpy as np
+    from harness.tokenizer import TokenIdError, Tokenizer
+    from reference.vocabs import vocab_path
+    from needs import require
+    tok = Tokenizer.from_gguf(require(vocab_path, "llama-spm"))
+    ids = [1, 15043, 2, 0, 29871, 13]
+    for flags in ({}, {"remove_special": True}, {"unparse_special": True}):
+        assert tok.decode(ids, **flags) == tok.decode(np.array(ids), **flags)
+    assert tok.decode([1, 15043], remove_special=True) == b" Hello"  # BOS removed: the space stays
+    assert tok.decode([15043]) == b"Hello"                             # first piece: one space dropped
+    for bad in ([15043, -1], [15043, tok.n_vocab], [15043, 1.0]):
+        with pytest.raises((TokenIdError, TypeError)):
+            tok.decode(bad)
