@@ -22,17 +22,19 @@ from reference.vocabs import all_inp_texts
 from tests.needs import require
 from tests.test_pretokenize import CASES
 
-FAST_TYPES = sorted(t for t in REGEX_EXPRS if fast.pattern(t) is not None)
+# every pre type with a custom splitter that has a pattern, alone or within a list of regexes
+FAST_TYPES = sorted(t for t in REGEX_EXPRS if any(fast.pattern_for(e) for e in REGEX_EXPRS[t]))
 # one pre type per distinct regex list: the heavy checks need not repeat aliases
 DISTINCT = sorted({REGEX_EXPRS[t]: t for t in reversed(FAST_TYPES)}.values())
 
 
 def mismatches(pre_type: str, texts, pat=None) -> list[tuple[str, list[str], list[str]]]:
-    """(text, reference words, fast words) for each text where the two paths differ."""
-    pat = pat or fast.pattern(pre_type)
+    """(text, reference words, fast words) for each text where the two paths differ
+    (``pat``: split with this single pattern instead of the pre type's fast path)."""
     out = []
     for text in texts:
-        want, got = split_words(pre_type, text, fast=False), fast.split(pat, text)
+        want = split_words(pre_type, text, fast=False)
+        got = fast.split(pat, text) if pat is not None else split_words(pre_type, text)
         if want != got:
             out.append((text, want, got))
     return out
@@ -42,8 +44,10 @@ def test_the_common_pre_types_have_a_pattern():
     # llama3, qwen2/35, gpt2-likes and gemma4 cover most GGUFs in use: a pin move that
     # disables their patterns (fast._exact() false) must be noticed, not silently slower
     for t in ("GPT2", "LLAMA3", "QWEN2", "QWEN35", "GEMMA4", "DBRX", "OLMO"):
-        assert t in FAST_TYPES
-    assert fast.pattern("DEFAULT") is None and fast.pattern("KIMI_K2") is None
+        assert fast.pattern(t) is not None
+    for t in ("DEFAULT", "FALCON", "STARCODER", "COMMAND_R"):  # GPT2's splitter inside a list
+        assert t in FAST_TYPES and fast.pattern(t) is None
+    assert "KIMI_K2" not in FAST_TYPES and "DEEPSEEK_LLM" not in FAST_TYPES
 
 
 @pytest.mark.parametrize("pre_type,text,words", [c for c in CASES if c[0] in FAST_TYPES])

@@ -50,7 +50,7 @@ def byte_encodes(pre_type: str) -> bool:
     return pre_type not in NO_BYTE_ENCODE
 
 
-def split_offsets(regex_exprs: tuple[str, ...] | list[str], text: str) -> list[int]:
+def split_offsets(regex_exprs: tuple[str, ...] | list[str], text: str, *, fast: bool = True) -> list[int]:
     """unicode_regex_split's segment lengths (in code points) for a regex list.
 
     >>> split_offsets(["\\\\p{N}+", "[0-9][0-9][0-9]"], "a12345")
@@ -61,9 +61,15 @@ def split_offsets(regex_exprs: tuple[str, ...] | list[str], text: str) -> list[i
     prepared: dict = {}
     for expr in regex_exprs:
         if expr in splitters.CUSTOM:
-            if cf is None:
-                cf = splitters.cpts_and_flags(text)
-            refined = splitters.run_custom(expr, text, offsets, cf)
+            pat = _fast.pattern_for(expr) if fast else None
+            if pat is not None:  # the loop's precompiled equivalent (see .fast)
+                if "collapsed" not in prepared:
+                    prepared["collapsed"] = collapse.collapse_text(text)
+                refined = _fast.refine(pat, prepared["collapsed"], offsets)
+            else:
+                if cf is None:
+                    cf = splitters.cpts_and_flags(text)
+                refined = splitters.run_custom(expr, text, offsets, cf)
             if refined:
                 offsets = refined
                 continue
@@ -92,7 +98,7 @@ def split_words(pre_type: str, text: str, *, fast: bool = True) -> list[str]:
     if pat is not None:
         return _fast.split(pat, text)
     words, start = [], 0
-    for length in split_offsets(exprs, text):
+    for length in split_offsets(exprs, text, fast=fast):
         words.append(text[start:start + length])
         start += length
     return words

@@ -100,13 +100,23 @@ _SOURCES = {
 
 
 @functools.lru_cache(maxsize=None)
+def pattern_for(regex_expr: str) -> "re.Pattern | None":
+    """The compiled pattern standing for one of llama.cpp's custom regex strings, or None.
+
+    >>> pattern_for(S.GPT2) is not None, pattern_for(S.KIMI_K2)
+    (True, None)
+    """
+    if regex_expr not in _SOURCES or not _exact():
+        return None
+    return re.compile(_SOURCES[regex_expr]())
+
+
+@functools.lru_cache(maxsize=None)
 def pattern(pre_type: str) -> "re.Pattern | None":
     """The compiled pattern for ``pre_type`` over collapsed text, or None when only
     the reference path applies. Use :func:`split` to get the words of a text."""
     exprs = REGEX_EXPRS.get(pre_type, ())
-    if len(exprs) != 1 or exprs[0] not in _SOURCES or not _exact():
-        return None
-    return re.compile(_SOURCES[exprs[0]]())
+    return pattern_for(exprs[0]) if len(exprs) == 1 else None
 
 
 def split(pat: "re.Pattern", text: str) -> list[str]:
@@ -119,3 +129,20 @@ def split(pat: "re.Pattern", text: str) -> list[str]:
         return pat.findall(text)  # collapsing leaves ASCII as it is
     ends = list(accumulate(map(len, pat.findall(collapse_text(text)))))
     return list(map(text.__getitem__, map(slice, [0, *ends], ends)))
+
+
+def refine(pat: "re.Pattern", collapsed: str, offsets: list[int]) -> list[int]:
+    """Segment lengths after ``pat`` splits each segment of ``offsets`` (over the collapsed
+    text). Matching stops at each segment's end as if the text ended there, which is how
+    llama.cpp's splitters treat segment ends.
+
+    >>> refine(pattern_for(S.GPT2), "ab cd12", [5, 2])
+    [2, 3, 2]
+    """
+    out: list[int] = []
+    start = 0
+    for length in offsets:
+        if length:
+            out += map(len, pat.findall(collapsed, start, start + length))
+        start += length
+    return out
