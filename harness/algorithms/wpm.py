@@ -26,6 +26,7 @@ The input is the raw fragment bytes. llama.cpp, and so this module:
 
 from __future__ import annotations
 
+import functools
 import re
 
 import numpy as np
@@ -115,6 +116,7 @@ def preprocess(text: bytes, lowercase: bool, strip_accents: bool,
     return words
 
 
+@functools.lru_cache(maxsize=None)
 def _break_pattern(strip_accents: bool) -> re.Pattern:
     """Runs of the code points ``classify`` calls BREAK: WHITESPACE, after the NFD
     replacement when accents are stripped (computed from the tables, not assumed).
@@ -139,7 +141,7 @@ class Session:
         self._lowercase = bool(vocab.lowercase)
         self._strip_accents = bool(vocab.strip_accents)
         self._fates: dict[int, tuple[int, bytes]] = {}  # classify() per code point
-        self._words: dict[bytes, list[int]] = {}       # ids per word; words repeat a lot
+        self._words = PieceMemo(lambda word: self._word_ids(SPACE_PREFIX + word), _WORD_CACHE_SIZE)
         self._breaks = _break_pattern(self._strip_accents)
         # ids per whitespace-free chunk: whitespace only ends words, so chunks are independent
         self._chunks = PieceMemo(lambda chunk: tuple(self.tokenize_whole(chunk.encode())), _WORD_CACHE_SIZE)
@@ -162,16 +164,7 @@ class Session:
 
     def tokenize_whole(self, text: bytes) -> list[int]:
         """The reference: ``preprocess`` over the whole fragment, then each word."""
-        out: list[int] = []
-        cache = self._words
-        for word in preprocess(text, self._lowercase, self._strip_accents, self._fates):
-            ids = cache.get(word)
-            if ids is None:
-                if len(cache) >= _WORD_CACHE_SIZE:
-                    cache.clear()
-                ids = cache[word] = self._word_ids(SPACE_PREFIX + word)
-            out.extend(ids)
-        return out
+        return self._words.flat(preprocess(text, self._lowercase, self._strip_accents, self._fates))
 
     def _word_ids(self, word: bytes) -> list[int]:
         """Greedy longest-first match over byte substrings; one unk if stuck.

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import regex
 
+from harness.conformance.mutants import Wrapped
+
 # QWEN2's pattern (llama-vocab.cpp, LLAMA_VOCAB_PRE_TYPE_QWEN2), and two broken variants.
 _CONTRACTIONS_I = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)"
 _REST = r"|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
@@ -67,13 +69,14 @@ def bpe_word(symbols: list[str], ranks: dict[tuple[str, str], int]) -> list[str]
     return symbols
 
 
-class SplitBugPort:
+class SplitBugPort(Wrapped):
     """A qwen2-style port whose word split has bug ``name`` (see PATTERNS)."""
 
     def __init__(self, reference, vocab_path: str | Path, name: str):
         from harness.gguf import GGUFReader
         r = GGUFReader(vocab_path)
-        self.inner, self.name = reference, name
+        super().__init__(reference)
+        self.name = name
         self.good, self.bad = regex.compile(QWEN2), regex.compile(PATTERNS[name])
         tokens = [t.decode("utf-8", "surrogateescape") for t in r.get("tokenizer.ggml.tokens")]
         self.token_to_id = {t: i for i, t in enumerate(tokens)}
@@ -108,12 +111,3 @@ class SplitBugPort:
         head = ref[:len(ref) - len(body)] if ref[len(ref) - len(body):] == body else []
         return head + ids
 
-    def decode(self, ids, *, remove_special=False, unparse_special=False):
-        return self.inner.decode(ids, remove_special=remove_special, unparse_special=unparse_special)
-
-    def token_to_piece(self, id, *, special=False):
-        return self.inner.token_to_piece(id, special=special)
-
-    @property
-    def n_vocab(self):
-        return self.inner.n_vocab
