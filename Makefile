@@ -2,7 +2,7 @@
 #   make conformance   the main job: every pinned vocab, port vs llama.cpp, in parallel
 #   make test          the harness's own tests (fetches and builds the reference first)
 # Options: PORT="cmd --vocab {vocab}"  VOCABS="qwen2 llama-spm"  SOURCE=sdist|github|dir  LLAMA_CPP_DIR=...
-#          HYPOTHESIS_PROFILE=ci|conformance|thorough  JOBS=auto
+#          HYPOTHESIS_PROFILE=ci|conformance|thorough  JOBS=auto  KNOWN_EXAMPLES=0 (generation alone)
 
 PYTHON ?= python3
 VENV   := .venv
@@ -12,7 +12,7 @@ JOBS   ?= auto
 SOURCE ?=
 SOURCE_FLAG := $(if $(SOURCE),--source $(SOURCE),)
 
-export LLAMA_CPP_DIR PORT VOCABS HYPOTHESIS_PROFILE
+export LLAMA_CPP_DIR PORT VOCABS HYPOTHESIS_PROFILE KNOWN_EXAMPLES
 
 .PHONY: all fetch reference test test-slow conformance sweep bench scoreboard pin verify clean help
 
@@ -47,7 +47,7 @@ test-slow: reference
 conformance: reference
 	mkdir -p reports
 	LLAMA_CONFORMANCE_REQUIRE_REFERENCE=1 HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-conformance} \
-	  $(PY) -m pytest -n $(JOBS) --dist loadgroup -p harness.conformance.plugin tests/conformance \
+	  $(PY) -m pytest -n $(JOBS) --dist loadgroup -p harness.conformance.plugin harness/conformance/suite \
 	  --junitxml=reports/conformance-junit.xml
 
 sweep: reference

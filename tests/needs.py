@@ -1,25 +1,5 @@
-"""``require``: call something that needs the fetched/built reference.
+"""``require`` for the harness's own tests (it lives with the suite it serves)."""
 
-A missing reference skips with the command that fetches/builds it, except under
-``make test`` / ``make conformance`` (LLAMA_CONFORMANCE_REQUIRE_REFERENCE=1),
-where it fails: CI must never pass by skipping. (A module of its own, not
-conftest: two conftest.py files share the module name ``conftest``.)
-"""
+from harness.conformance.needs import require
 
-from __future__ import annotations
-
-import os
-
-import pytest
-
-from harness.errors import ReferenceUnavailable
-
-
-def require(fn, *args):
-    """Call ``fn(*args)``; turn ReferenceUnavailable into a skip (or a failure under make)."""
-    try:
-        return fn(*args)
-    except ReferenceUnavailable as e:
-        if os.environ.get("LLAMA_CONFORMANCE_REQUIRE_REFERENCE") == "1":
-            pytest.fail(f"reference unavailable: {e}")
-        pytest.skip(str(e))
+__all__ = ["require"]

@@ -25,6 +25,7 @@ import regex  # noqa: F401
 import harness.conformance.checks  # noqa: F401
 import harness.conformance.mutants  # noqa: F401
 import harness.conformance.plugin  # noqa: F401
+import harness.conformance.suite  # noqa: F401
 import harness.conformance.wordbpe  # noqa: F401
 import harness.gguf.writer  # noqa: F401
 import harness.pretypes  # noqa: F401
@@ -41,7 +42,7 @@ from harness.errors import PortError
 from needs import require
 
 pytest_plugins = ["pytester"]
-SUITE = Path(__file__).parent / "conformance"
+SUITE = Path(harness.conformance.suite.__file__).parent
 # pytester points HOME at a temporary directory; keep the real reference cache.
 from reference.paths import cache_dir  # noqa: E402
 

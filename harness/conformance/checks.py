@@ -1,6 +1,6 @@
 """One vocab under test, and the checks that turn two outputs into Findings.
 
-Shared by the pytest suite (tests/conformance) and ``python -m harness diff``
+Shared by the pytest suite (harness/conformance/suite) and ``python -m harness diff``
 so both print the same diff for the same text.
 
 >>> DivergenceFound([]).findings

@@ -1,6 +1,6 @@
 """A small pytest plugin: divergences and port errors -> reports.
 
-Use: ``pytest tests/conformance -p harness.conformance.plugin [-n auto]``.
+Use: ``pytest harness/conformance/suite -p harness.conformance.plugin [-n auto]``.
 
 On each worker, after a test's call (or setup), the findings carried by the
 raised :class:`~harness.conformance.checks.DivergenceFound` (Hypothesis

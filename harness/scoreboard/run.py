@@ -116,9 +116,9 @@ def run_suite(command: str, vocabs: list[str], out_dir: Path, *, jobs: str, prof
     env = dict(os.environ, PORT=command, VOCABS=" ".join(vocabs), HYPOTHESIS_PROFILE=profile,
                LLAMA_CONFORMANCE_REQUIRE_REFERENCE="1", PORT_TIMEOUT=str(timeout))
     argv = [sys.executable, "-m", "pytest", "-q", "-n", jobs, "-p", "harness.conformance.plugin",
-            "tests/conformance", f"--conformance-reports={out_dir}",
+            "harness/conformance/suite", f"--conformance-reports={out_dir}",
             f"--junitxml={out_dir / 'junit.xml'}"]
-    from reference.paths import REPO_ROOT  # tests/conformance is found from the repo root
+    from reference.paths import REPO_ROOT  # harness/conformance/suite is found from the repo root
     proc = subprocess.run(argv, env=env, capture_output=True, text=True, cwd=REPO_ROOT)
     (out_dir / "pytest.log").write_text(proc.stdout + proc.stderr, encoding="utf-8")
     return proc.returncode, (proc.stdout + proc.stderr)[-3000:]

@@ -12,7 +12,7 @@ Reports come from the plugin ``-p harness.conformance.plugin``.
 Several machines: use xdist's own remote workers (execnet). Clone the repo and
 run ``make reference`` on every host (no rsync: xdist deprecated it), then e.g.
 
-    .venv/bin/python -m pytest tests/conformance -p harness.conformance.plugin --dist load \
+    .venv/bin/python -m pytest harness/conformance/suite -p harness.conformance.plugin --dist load \
       --tx 2*popen \
       --tx '2*ssh=ci@hostB//python=/srv/lc/.venv/bin/python//chdir=/srv/lc//env:PORT=harness'
 
@@ -27,7 +27,7 @@ import re
 from pathlib import Path
 
 import pytest
-from needs import require
+from harness.conformance.needs import require
 
 from harness.conformance.checks import Session
 from harness.conformance.strategies import register_profiles
