@@ -80,3 +80,15 @@ class PortError(HarnessError):
         self.stderr = stderr
         tail = stderr.strip()[-2000:]
         super().__init__(f"{message}\n--- port stderr ---\n{tail}" if tail else message)
+
+
+class PortRequestError(PortError):
+    """The port answered one request with ``{"error": ...}`` and keeps serving:
+    a port error for that one case, not for the port."""
+
+
+class PortUnsupported(PortRequestError):
+    """The port cannot express this request: it said so in its ``info`` answer
+    (``"unsupported": [...]``), answered ``{"error": "unsupported: ..."}``, or (a
+    Python adapter) raised ``NotImplementedError``. Counted as ``unsupported``,
+    never as a pass."""

@@ -37,8 +37,8 @@ from harness.conformance import strategies
 from harness.conformance.diff import Divergence, first_byte_divergence, first_divergence, first_index, text_offset
 from harness.conformance.diffcmd import parse_args
 from harness.conformance.ports import ExternalPort, split_command
-from harness.conformance.report import Finding, html_page, render_token, repro_command, summary_table, text_block
-from harness.errors import PortError
+from harness.conformance.report import Finding, render_token, repro_command, summary_table, text_block
+from harness.errors import PortError, PortRequestError
 from needs import require
 
 pytest_plugins = ["pytester"]
@@ -110,7 +110,7 @@ def test_text_block_has_every_fact():
     block = text_block(_finding())
     for fact in ["vocab=qwen2", "pre_type=QWEN2", "parse_special=True", '"a\\xa0b"', "61 c2 a0 62",
                  "index 1", "byte 1", "4102 '\\u00a0'", "9238 '\\u00a0b'", "(end)",
-                 "python -m harness diff --vocab qwen2 --text-repr"]:
+                 "-m harness diff --vocab qwen2 --text-repr"]:
         assert fact in block, fact
     assert "> " in [line[:2] for line in block.splitlines()]
 
@@ -125,23 +125,46 @@ def test_finding_json_round_trip_and_schema():
         assert Finding.from_json(obj) == f
 
 
-def test_html_highlights_the_divergent_row():
-    page = html_page([_finding()], {"qwen2": {"encode": {"cases": 3, "divergences": 1}}}, [])
-    assert "<tr class='div'><td>1</td>" in page and "qwen2" in page and "&#x27;a&#x27;" in page
+def test_html_highlights_the_divergent_row_and_draws_both_segmentations():
+    from harness.conformance.html_report import html_page
+    f = _finding(spans=(((0, 1), (1, 3), (3, 4)), ((0, 1), (1, 4))))
+    report = {"run": {"pin": "4df29be", "port": "mutant:x"}, "totals": {"divergences": 1},
+              "cells": [{"vocab": "qwen2", "check": "encode", "flags": "parse", "cases": 3,
+                         "divergences": 1, "outcome": "divergence"}], "port_errors": []}
+    page = html_page(report, [f])
+    assert "<tr class='div'><td>1</td>" in page and "4df29be" in page and "mutant:x" in page
+    assert "href='#f-qwen2-encode-parse'" in page and "id='f-qwen2-encode-parse'" in page
+    # llama.cpp's three tokens above the port's two, on the text's own characters; the first
+    # divergent token (index 1) marked on both.
+    assert page.count("class='tok first'") == 2 and page.count("class='tok t0'") == 3
+    assert "<script src" not in page and "http" not in page.replace("http-equiv", "")
 
 
-def test_summary_table_is_vocab_by_check():
-    table = summary_table({"b": {"golden": {"cases": 46, "divergences": 0}},
-                           "a": {"encode": {"cases": 9, "divergences": 2, "port_errors": 1}}})
-    lines = table.splitlines()
-    assert lines[0].split() == ["vocab", "golden", "encode", "decode", "crosscheck"]
-    assert lines[1].split() == ["a", "-", "9/2", "!1", "-", "-"] and lines[2].startswith("b")
+def _cell(vocab, check, flags, **counts):
+    return dict(vocab=vocab, check=check, flags=flags, **counts)
+
+
+def test_summary_table_has_a_row_per_flag_combination_and_every_outcome():
+    table = summary_table([
+        _cell("b", "golden", "plain", cases=46, divergences=0),
+        _cell("a", "encode", "plain", cases=9, divergences=2, port_errors=1),
+        _cell("a", "encode", "parse", cases=0, unsupported=0, unsupported_reason="port declares unsupported"),
+        _cell("a", "encode", "add", cases=0),
+        _cell("a", "encode", "add_parse", cases=5, unsupported=3, not_checked=2)])
+    import re
+    lines = [re.split(r" {2,}", line) for line in table.splitlines()]
+    assert lines[0] == ["vocab", "flags", "golden", "encode"]
+    rows = {(r[0], r[1]): r[2:] for r in lines[1:]}
+    assert rows[("a", "plain")] == ["-", "9/2 !1"] and rows[("a", "parse")] == ["-", "unsupported"]
+    assert rows[("a", "add")] == ["-", "not checked"] and rows[("a", "add_parse")] == ["-", "5/0 u3 ~2"]
+    assert rows[("b", "plain")] == ["46/0", "-"]
 
 
 @given(st.text())
 def test_repro_command_round_trips_any_text(text):
-    argv = shlex.split(repro_command("qwen2", text, True, True, "java -jar p.jar {vocab}"))
-    assert argv[:4] == ["python", "-m", "harness", "diff"]
+    argv = shlex.split(repro_command("qwen2", text, True, True, "java -jar p.jar {vocab}",
+                                     python=".venv/bin/python"))
+    assert argv[:4] == [".venv/bin/python", "-m", "harness", "diff"]
     args = parse_args(argv[4:])
     assert (args.text, args.vocab, args.add_special, args.parse_special) == (text, "qwen2", True, True)
     assert args.port == "java -jar p.jar {vocab}"
@@ -216,15 +239,27 @@ def test_external_port_speaks_the_protocol(fake_port):
 
 
 @pytest.mark.parametrize("mode,words", [("crash", "crashed (exit code 3)"), ("garbage", "garbage"),
-                                        ("error", "answered {'error'"), ("hang", "hung")])
+                                        ("hang", "hung")])
 def test_external_port_failures_are_port_errors_with_stderr(fake_port, mode, words):
     port = ExternalPort(fake_port(mode), "/v/x.gguf", timeout=1.5)
     with pytest.raises(PortError) as e:
         port.encode("a")
     assert words in str(e.value) and "fake port starting for /v/x.gguf" in e.value.stderr
+    assert not isinstance(e.value, PortRequestError)
     with pytest.raises(PortError, match="down after an earlier error"):
         port.encode("b")
     port.close()
+
+
+def test_an_error_answer_fails_one_request_and_the_port_keeps_serving(fake_port):
+    port = ExternalPort(fake_port("error"), "/v/x.gguf", timeout=5)
+    try:
+        for text in ("a", "b"):
+            with pytest.raises(PortRequestError, match="answered error 'no'"):
+                port.encode(text)
+        assert port.dead is None and port.proc.poll() is None
+    finally:
+        port.close()
 
 
 def test_port_command_errors_name_the_fix():
@@ -259,21 +294,28 @@ def test_in_process_port_exception_is_a_port_error_naming_the_input():
 
 # --- the plugin ------------------------------------------------------------------------------------
 _PLUGIN_TESTS = """
-from harness.conformance.checks import EncodeDivergence
 from harness.conformance.diff import Divergence
+from harness.conformance.hunt import Hunt
 from harness.conformance.report import Finding
 
-class Rec:
-    vocab, cases = "v", {"encode": 3}
+def _found(text):
+    if "x" not in text:
+        return None
+    return Finding("encode", "v", "QWEN2", False, True, text, Divergence(1, 1, True, (1, 2), (1, 3)),
+                   pieces={1: b"a", 2: b"b", 3: b"c"})
 
 def test_a(request):
-    request.node.conformance_recorder = Rec()
-    raise EncodeDivergence([Finding("encode", "v", "QWEN2", False, True, "ab",
-                                    Divergence(1, 1, True, (1, 2), (1, 3)),
-                                    pieces={1: b"a", 2: b"b", 3: b"c"})])
+    h = Hunt("encode", "parse", _found, vocab="v", signature=lambda f: len(f.text))
+    request.node.conformance_hunts = [h]
+    for text in ["ab", "ax", "bx", "axx"]:
+        h.case(text)
+    h.finish()
 
-def test_b():
-    pass
+def test_b(request):
+    h = Hunt("encode", "plain", _found, vocab="v")
+    request.node.conformance_hunts = [h]
+    h.case("ab")
+    h.finish()
 """
 
 
@@ -284,12 +326,17 @@ def test_plugin_reports_what_workers_found(pytester, workers):
     args = ["-p", "harness.conformance.plugin", f"--conformance-reports={out}", *workers]
     result = (pytester.runpytest_subprocess if workers else pytester.runpytest_inprocess)(*args)
     result.assert_outcomes(failed=1, passed=1)
-    result.stdout.fnmatch_lines(["*conformance: cases/divergences*", "v * 3/1 *",
+    result.stdout.fnmatch_lines(["*conformance: (vocab, flags) x check*", "v * plain * 1/0*",
+                                 "v * parse * 4/2*",
                                  "DIVERGENCE [[]encode[]] vocab=v pre_type=QWEN2*",
-                                 "*1 divergence(s), 0 port error(s)*"])
+                                 "*2 distinct divergence(s) in 3 divergent case(s), 0 port error(s)*"])
     data = json.loads((out / "conformance.json").read_text(encoding="utf-8"))
-    assert [d["text"] for d in data["divergences"]] == ["ab"]
-    assert data["vocabs"]["v"]["encode"] == {"cases": 3, "divergences": 1, "port_errors": 0}
+    # Two signatures (text lengths 2 and 3): the first text of each, and how many cases share it.
+    assert [(d["text"], d["cases"]) for d in data["divergences"]] == [("ax", 2), ("axx", 1)]
+    assert data["vocabs"]["v"]["encode"]["cases"] == 5 and data["schema"] == 2
+    cells = {c["flags"]: c for c in data["cells"]}
+    assert (cells["parse"]["outcome"], cells["parse"]["divergent"]) == ("divergence", 3)
+    assert cells["plain"]["outcome"] == "pass"
     assert "<tr class='div'><td>1</td>" in (out / "conformance.html").read_text(encoding="utf-8")
 
 
@@ -316,18 +363,36 @@ def _run_suite(pytester, monkeypatch, port, vocabs, nodes, profile="ci"):
     return result, json.loads((out / "conformance.json").read_text(encoding="utf-8"))
 
 
+def _node(check: str, vocab: str, flags: str | None = None) -> str:
+    """A suite node id, e.g. ``_node("encode", "qwen2", "plain")``."""
+    test = {"piece": "pieces"}.get(check, check)
+    params = vocab if flags is None else f"{vocab}-{flags}"
+    return f"{SUITE / f'test_{test}.py'}::test_{test}[{params}]"
+
+
+def _cells(report) -> dict:
+    return {(c["vocab"], c["check"], c["flags"]): c for c in report["cells"]}
+
+
 @pytest.mark.reference
 def test_llama_cpp_port_gives_zero_divergences(pytester, monkeypatch):
-    result, report = _run_suite(pytester, monkeypatch, "llama.cpp", "qwen2 llama-spm",
-                                [str(SUITE / "test_golden.py"), str(SUITE / "test_differential.py")])
+    nodes = [str(SUITE / f"test_{t}.py") for t in ("golden", "known", "encode", "decode", "pieces")]
+    result, report = _run_suite(pytester, monkeypatch, "llama.cpp", "qwen2 llama-spm", nodes)
     assert result.ret == 0, result.stdout.str()[-3000:]
     assert report["divergences"] == [] and report["port_errors"] == []
-    assert report["vocabs"]["qwen2"]["golden"]["cases"] > 0
-    assert report["vocabs"]["llama-spm"]["encode"]["cases"] >= 4 * 30
+    cells = _cells(report)
+    assert cells[("qwen2", "golden", "plain")]["cases"] > 0
+    for vocab in ("qwen2", "llama-spm"):
+        for flags in ("plain", "parse", "add", "add_parse"):
+            for check in ("known", "encode", "decode"):
+                assert cells[(vocab, check, flags)]["outcome"] == "pass"
+                assert cells[(vocab, check, flags)]["cases"] >= 30
+        assert cells[(vocab, "piece", "parse")]["cases"] == report["vocabs"][vocab]["piece"]["cases"] // 2
 
 
-# mutant -> the flag combination where its bug shows
-MUTANT_FLAGS = {"bos_qwen2": "add", "lstrip_ignored": "parse"}
+# mutant -> the checks and flag combination where its bug shows
+MUTANT_NODES = {"bos_qwen2": (("known", "encode"), "add"), "lstrip_ignored": (("known", "encode"), "parse"),
+                "decode_drops_leading_space": (("decode",), "plain")}
 
 
 @pytest.mark.reference
@@ -336,14 +401,109 @@ def test_suite_catches_mutant_with_a_short_text(pytester, monkeypatch, mutant):
     from harness.conformance.mutants import mutant_vocab
     vocab = require(mutant_vocab, mutant)
     vid = Path(vocab).stem.removeprefix("ggml-vocab-") if vocab.endswith(".gguf") else vocab
-    node = f"{SUITE / 'test_differential.py'}::test_differential[{vid}-{MUTANT_FLAGS.get(mutant, 'plain')}]"
-    result, report = _run_suite(pytester, monkeypatch, f"mutant:{mutant}", vocab, [node],
-                                profile="conformance")
+    checks, flags = MUTANT_NODES.get(mutant, (("known", "encode"), "plain"))
+    result, report = _run_suite(pytester, monkeypatch, f"mutant:{mutant}", vocab,
+                                [_node(c, vid, flags) for c in checks], profile="conformance")
     assert result.ret == 1, result.stdout.str()[-3000:]
-    texts = [d["text"] for d in report["divergences"]]
-    print(f"{mutant}: caught with {texts!r}")
-    assert texts and min(len(t) for t in texts) <= 8, texts
-    assert "DIVERGENCE" in result.stdout.str() and "repro: python -m harness diff" in result.stdout.str()
+    found = [d["text"] or d["reference_ids"] for d in report["divergences"]]
+    print(f"{mutant}: caught with {found!r}")
+    assert found and min(len(t) for t in found) <= 8, found
+    assert "DIVERGENCE" in result.stdout.str() and "-m harness diff" in result.stdout.str()
+
+
+def _faulty(tmp_path, *options: str) -> str:
+    """PORT command of tests/ports/faulty_port.py with these options."""
+    script = Path(__file__).parent / "ports" / "faulty_port.py"
+    return " ".join([shlex.quote(sys.executable), shlex.quote(str(script)), "--vocab {vocab}", *options])
+
+
+@pytest.mark.reference
+def test_a_port_with_three_bugs_gets_all_three_reported_shrunk_in_one_run(pytester, monkeypatch, tmp_path):
+    port = _faulty(tmp_path, "--bugs digits,nbsp,decode-space")
+    result, report = _run_suite(pytester, monkeypatch, port, "llama-bpe",
+                                [_node("encode", "llama-bpe", "plain"), _node("decode", "llama-bpe", "plain")],
+                                profile="conformance")
+    assert result.ret == 1
+    encode = [d["text"] for d in report["divergences"] if d["check"] == "encode"]
+    decode = [d for d in report["divergences"] if d["check"] == "decode"]
+    print("encode findings:", encode, "decode findings:", [d["reference_ids"] for d in decode])
+    assert any(any(c.isdigit() for c in t) and "\xa0" not in t for t in encode), encode
+    assert any("\xa0" in t for t in encode), encode
+    assert decode and all(len(d["reference_ids"]) <= 8 for d in decode)
+    assert all(len(t) <= 8 for t in encode), encode
+    # The whole budget ran although the first example already diverged.
+    cells = _cells(report)
+    assert cells[("llama-bpe", "encode", "plain")]["cases"] >= 500
+    assert cells[("llama-bpe", "decode", "plain")]["cases"] >= 500
+
+
+@pytest.mark.reference
+def test_a_port_that_cannot_express_a_flag_gets_unsupported_and_everything_else_checked(
+        pytester, monkeypatch, tmp_path):
+    port = _faulty(tmp_path, "--declare parse_special=true", "--refuse remove_special=true")
+    nodes = [_node("golden", "llama-bpe"), _node("encode", "llama-bpe", "plain"),
+             _node("encode", "llama-bpe", "parse"), _node("known", "llama-bpe", "add_parse"),
+             _node("decode", "llama-bpe", "add"), _node("decode", "llama-bpe", "parse")]
+    result, report = _run_suite(pytester, monkeypatch, port, "llama-bpe", nodes)
+    assert result.ret == 0, result.stdout.str()[-3000:]
+    cells = _cells(report)
+    assert cells[("llama-bpe", "golden", "plain")]["outcome"] == "pass"
+    assert cells[("llama-bpe", "golden", "plain")]["cases"] > 0
+    assert cells[("llama-bpe", "encode", "plain")]["outcome"] == "pass"
+    for key in [("encode", "parse"), ("known", "add_parse")]:         # declared in info
+        assert cells[("llama-bpe", *key)]["outcome"] == "unsupported", key
+        assert cells[("llama-bpe", *key)]["cases"] == 0
+    decode_add = cells[("llama-bpe", "decode", "add")]                  # refused per request
+    assert (decode_add["outcome"], decode_add["cases"]) == ("unsupported", 0) and decode_add["unsupported"] > 0
+    assert cells[("llama-bpe", "decode", "parse")]["outcome"] == "pass"
+    assert report["divergences"] == [] and report["port_errors"] == []
+    result.assert_outcomes(passed=3, skipped=3)
+    assert "unsupported" in result.stdout.str()
+
+
+@pytest.mark.reference
+def test_a_port_that_crashes_once_is_restarted_and_the_rest_runs(pytester, monkeypatch, tmp_path):
+    port = _faulty(tmp_path, "--crash-after 20", f"--crash-once {tmp_path / 'crashed'}")
+    nodes = [_node("golden", "llama-bpe"), _node("encode", "llama-bpe", "plain")]
+    result, report = _run_suite(pytester, monkeypatch, port, "llama-bpe", nodes)
+    assert result.ret == 1
+    [err] = report["port_errors"]
+    assert "crashed (exit code 9)" in err["message"] and "crashing on purpose" in err["message"]
+    assert [r["note"].split(" after")[0] for r in report["restarts"]] == ["restart 1/3"]
+    cells = _cells(report)
+    golden, encode = cells[("llama-bpe", "golden", "plain")], cells[("llama-bpe", "encode", "plain")]
+    assert golden["outcome"] == "port error" and golden["not_checked"] > 0 and golden["cases"] == 19
+    assert encode["outcome"] == "pass" and encode["cases"] >= 30
+
+
+@pytest.mark.reference
+def test_a_port_whose_encode_is_always_wrong_still_gets_decode_checked(pytester, monkeypatch, tmp_path):
+    port = _faulty(tmp_path, "--bugs extra-token,fffd")
+    nodes = [_node("encode", "llama-bpe", "plain"), _node("decode", "llama-bpe", "plain")]
+    result, report = _run_suite(pytester, monkeypatch, port, "llama-bpe", nodes)
+    assert result.ret == 1
+    cells = _cells(report)
+    assert cells[("llama-bpe", "encode", "plain")]["divergent"] == cells[("llama-bpe", "encode", "plain")]["cases"]
+    decode = [d for d in report["divergences"] if d["check"] == "decode"]
+    assert decode, "U+FFFD replacement of invalid UTF-8 must be reported"
+    ref, port_bytes = bytes.fromhex(decode[0]["reference_bytes_hex"]), bytes.fromhex(decode[0]["port_bytes_hex"])
+    assert "\ufffd".encode() in port_bytes and "\ufffd".encode() not in ref
+
+
+@pytest.mark.reference
+def test_a_python_adapter_is_checked_in_process_with_its_unsupported_flags(pytester, monkeypatch):
+    monkeypatch.syspath_prepend(str(Path(__file__).parent.parent))  # tests.ports, from the repo root
+    nodes = [_node("encode", "llama-bpe", "plain"), _node("decode", "llama-bpe", "plain"),
+             _node("decode", "llama-bpe", "parse")]
+    result, report = _run_suite(pytester, monkeypatch, "py:tests.ports.faulty_adapter:load", "llama-bpe", nodes,
+                                profile="conformance")
+    assert result.ret == 1
+    cells = _cells(report)
+    assert cells[("llama-bpe", "decode", "plain")]["outcome"] == "pass"
+    parse = cells[("llama-bpe", "decode", "parse")]
+    assert (parse["outcome"], parse["cases"]) == ("unsupported", 0) and parse["unsupported"] >= 500
+    found = [d["text"] for d in report["divergences"]]
+    assert found and all("\xa0" in t and len(t) <= 8 for t in found), found
 
 
 @pytest.mark.reference
@@ -361,19 +521,38 @@ def test_port_error_is_reported_and_other_vocabs_continue(pytester, monkeypatch,
                 out = {"ids": ref.encode(r["text"], r["add_special"], r["parse_special"])}
             elif r["op"] == "decode":
                 out = {"bytes_hex": ref.decode(r["ids"], r["remove_special"], r["unparse_special"]).hex()}
+            elif r["op"] == "info":
+                out = {"n_vocab": ref.n_vocab}
             else:
                 out = {"bytes_hex": ref.token_to_piece(r["id"], r["special"]).hex()}
             print(json.dumps(out), flush=True)
     """))
     port = f"{shlex.quote(sys.executable)} {script} {{vocab}}"
     result, report = _run_suite(pytester, monkeypatch, port, "qwen2 gpt-2",
-                                [f"{SUITE / 'test_differential.py'}::test_differential[{v}-plain]"
-                                 for v in ("gpt-2", "qwen2")])
+                                [_node("encode", v, f) for v in ("gpt-2", "qwen2") for f in ("plain", "add")])
     assert result.ret == 1
-    result.assert_outcomes(passed=1, errors=1)
-    [err] = report["port_errors"]
-    assert err["vocab"] == "qwen2" and "cannot load qwen2 here" in err["message"]
+    result.assert_outcomes(passed=2, errors=2)
+    [err] = report["port_errors"]  # one root cause, counted once although two tests hit it
+    assert err["vocab"] == "qwen2" and "cannot load qwen2 here" in err["message"] and len(err["tests"]) == 2
     assert report["vocabs"]["gpt-2"]["encode"]["cases"] > 0 and report["divergences"] == []
+    assert _cells(report)[("qwen2", "encode", "plain")]["outcome"] == "port error"
+
+
+@pytest.mark.reference
+def test_loadgroup_keeps_each_vocab_on_one_worker(pytester, monkeypatch):
+    import re
+    monkeypatch.setenv("LLAMA_CONFORMANCE_CACHE", str(CACHE))
+    require(__import__("reference.build", fromlist=["artifacts"]).artifacts)
+    monkeypatch.setenv("PORT", "llama.cpp")
+    monkeypatch.setenv("VOCABS", "gpt-2 qwen2")
+    result = pytester.runpytest_subprocess(str(SUITE / "test_known.py"), "-p", "harness.conformance.plugin",
+                                           "-n", "2", "--dist", "loadgroup", "-v", "-p", "no:cacheprovider",
+                                           f"--conformance-reports={pytester.path / 'r'}")
+    assert result.ret == 0, result.stdout.str()[-2000:]
+    ran = re.findall(r"\[(gw\d)\] \[[ \d%]+\] PASSED \S+::test_known\[([\w.-]+)-\w+\]", result.stdout.str())
+    assert len(ran) == 8, result.stdout.str()[-2000:]
+    workers = {vocab: {w for w, v in ran if v == vocab} for _, vocab in ran}
+    assert set(workers) == {"gpt-2", "qwen2"} and all(len(w) == 1 for w in workers.values()), workers
 
 
 def test_an_empty_profile_variable_means_the_default(monkeypatch):

@@ -268,7 +268,17 @@ def _div(vocab, check="encode", text="ab", add=False, parse=False):
             "pieces": {"5": "61", "6": "62", "7": "7c"}, "repro": "python -m harness diff --vocab x"}
 
 
-REPORT = {"schema": 1,
+def _cells(vocab, check, outcomes):
+    return [{"vocab": vocab, "check": check, "flags": f, "cases": 0 if o in ("unsupported", "not checked") else 9,
+             "outcome": o} for f, o in zip(("plain", "parse", "add", "add_parse"), outcomes)]
+
+
+REPORT = {"schema": 2,
+          "cells": (_cells("v1", "encode", ["pass", "pass", "pass", "divergence"])
+                    + _cells("v1", "decode", ["pass"] * 4) + _cells("v2", "encode", ["pass"] * 4)
+                    + _cells("v2", "decode", ["pass", "unsupported", "pass", "unsupported"])
+                    + [{"vocab": "v1", "check": "golden", "flags": "plain", "cases": 10, "outcome": "divergence"},
+                       {"vocab": "v3", "check": "golden", "flags": "plain", "cases": 0, "outcome": "port error"}]),
           "divergences": [_div("v1", "golden", "a b"), _div("v1", "encode", "ab", True, True),
                           _div("v1", "crosscheck", "zz")],
           "port_errors": [{"vocab": "v3", "test": "t", "message": "port crashed"}],
@@ -293,8 +303,10 @@ def test_report_reader_builds_cells(cells):
     v1, v2, v3, v4 = cells
     assert (v1.status, v1.golden_text(), v1.generated_text()) == ("diverges", "9/10", "enc 3/4 dec 4/4")
     assert [d["text"] for d in v1.oracle] == ["zz"] and len(v1.divergences) == 2
-    assert (v2.status, v2.golden_text(), v2.generated_text()) == ("pass", "4/4", "enc 4/4 dec 4/4")
+    assert (v2.status, v2.golden_text(), v2.generated_text()) == ("pass", "4/4", "enc 4/4 dec 2/2 (2 unsupported)")
     assert (v3.status, v3.error) == ("port-error", "port crashed")
+    # Nothing ran for v3: its golden cell and both generated checks say so, not "4/4".
+    assert (v3.golden_text(), v3.generated_text()) == ("port error", "enc not checked dec not checked")
     assert (v4.status, v4.golden_text()) == ("unsupported", "-")
     assert [d["text"] for d in minimal_examples(v1)] == ["a b", "ab"]
 
@@ -350,7 +362,8 @@ def test_json_round_trips(cells):
 
 def test_merge_re_renders_one_scoreboard_per_port(cells, tmp_path):
     from harness.scoreboard.run import main
-    other = [Cell("lcp", c.vocab, status="pass", golden_cases=1, generated_examples=1) for c in cells]
+    other = [Cell("lcp", c.vocab, status="pass", golden_cases=1, generated_examples=1,
+                  combos={"encode": {"plain": "pass"}}) for c in cells]
     for name, group, port in (("a.json", cells, "hf"), ("b.json", other, "lcp")):
         (tmp_path / name).write_text(json_text(group, [port], ["v1", "v2", "v3", "v4"], META))
     assert main(["--merge", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--out", str(tmp_path)]) == 0

@@ -16,18 +16,19 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from harness.conformance.diff import first_byte_divergence, first_divergence
+from harness.conformance.diff import first_byte_divergence, first_divergence, token_spans
 from harness.conformance.ports import ExternalPort, Port, ReferencePort, load_reference, open_port
-from harness.conformance.report import Finding, text_block
+from harness.conformance.report import BYTE_CHECKS, Finding, text_block
 from harness.conformance.strategies import VocabTexts
-from harness.errors import PortError, ReferenceUnavailable
+from harness.errors import PortError, PortRequestError, PortUnsupported, ReferenceUnavailable
 
-CHECKS = ("golden", "encode", "decode", "crosscheck")
+CHECKS = ("golden", "known", "encode", "decode", "piece", "crosscheck")
 # GGUF tokenizer.ggml.token_type codes that llama.cpp caches as special texts
 # (UNKNOWN=2, CONTROL=3, USER_DEFINED=4); used only to generate inputs.
 _SPECIAL_TYPES = (2, 3, 4)
 _BPE_MODELS = ("gpt2", "hybriddna", "whitespace")
 MAX_OPEN_EXTERNAL = 3  # external port processes kept alive per worker
+MAX_RESTARTS = 3  # times a crashed or hung port is started again, per vocab and worker
 
 
 class DivergenceFound(AssertionError):
@@ -107,6 +108,45 @@ def vocab_texts(path: str | Path, reference: Port) -> VocabTexts:
     return VocabTexts(LazyPieces(reference), tuple(specials))
 
 
+_TOKEN_KINDS = {1: "normal", 2: "unknown", 3: "control", 4: "user_defined", 5: "unused", 6: "byte"}
+
+
+def char_class(ch: str) -> str:
+    """llama.cpp's own class of one character (its Unicode 15.1 flag table), for
+    divergence signatures.
+
+    >>> [char_class(c) for c in "a7 \\n\\u0301\\u00a0-"]
+    ['letter', 'digit', 'space', 'newline', 'mark', 'space', 'punct']
+    """
+    from harness import unicode as U
+    if ch in "\r\n":
+        return "newline"
+    flags = U.cpt_flags(ord(ch))
+    if flags & U.WHITESPACE:
+        return "space"
+    for bit, name in ((U.LETTER, "letter"), (U.NUMBER, "digit"), (U.PUNCTUATION, "punct"),
+                      (U.SYMBOL, "symbol"), (U.ACCENT_MARK, "mark"), (U.CONTROL, "control"),
+                      (U.SEPARATOR, "separator")):
+        if flags & bit:
+            return name
+    return "unassigned"
+
+
+def _class_at(data: bytes, offset: int) -> str:
+    """Class of the character at (or containing) byte ``offset``; 'end' past the end,
+    'invalid-utf8' where the bytes are not UTF-8."""
+    if offset >= len(data):
+        return "end"
+    while offset > 0 and (data[offset] & 0xC0) == 0x80:
+        offset -= 1
+    for n in (1, 2, 3, 4):
+        try:
+            return char_class(data[offset:offset + n].decode("utf-8"))
+        except UnicodeDecodeError:
+            continue
+    return "invalid-utf8"
+
+
 @dataclass
 class VocabUnderTest:
     """A vocab with its reference and (lazily) the port under test."""
@@ -125,16 +165,73 @@ class VocabUnderTest:
     def texts(self) -> VocabTexts:
         return vocab_texts(self.path, self.reference)
 
+    @cached_property
+    def token_types(self):
+        """``tokenizer.ggml.token_type`` (None if the vocab has none)."""
+        from harness.gguf import GGUFReader
+        return GGUFReader(self.path).get("tokenizer.ggml.token_type")
+
+    def token_kind(self, id: int) -> str:
+        """'normal', 'control', 'byte', ... of one id ('out-of-range' if it is not in the vocab)."""
+        if not 0 <= id < self.reference.n_vocab:
+            return "out-of-range"
+        types = self.token_types
+        return _TOKEN_KINDS.get(int(types[id]), "undefined") if types is not None else "normal"
+
     @property
     def port(self) -> Port:
         """The port, opened once; a PortError is remembered and re-raised."""
         return self.session.port(self)
+
+    # --- the port, called with its errors sorted ------------------------------------------
+    def unsupported_reason(self, op: str, **flags: bool) -> str:
+        """What the port declares it cannot express for this op and flags ('' if nothing).
+
+        A port declares it with ``unsupported``: ``info``'s list for external ports,
+        an attribute for Python adapters; entries are op names (``"decode"``) or
+        ``"<flag>=<true|false>"`` (``"parse_special=true"``).
+        """
+        declared = getattr(self.port, "unsupported", ()) or ()
+        wanted = [op] + [f"{k}={'true' if v else 'false'}" for k, v in flags.items()]
+        hit = [w for w in wanted if w in declared]
+        return f"port declares unsupported: {', '.join(hit)}" if hit else ""
+
+    def call_port(self, method: str, arg, **flags):
+        """``port.<method>(arg, **flags)``. An in-process port's NotImplementedError is
+        :class:`PortUnsupported`; any other exception becomes a PortError naming the
+        input (traceback kept as its stderr and cause)."""
+        op = {"token_to_piece": "piece"}.get(method, method)
+        reason = self.unsupported_reason(op, **flags)
+        if reason:
+            raise PortUnsupported(reason)
+        try:
+            return getattr(self.port, method)(arg, **flags)
+        except PortError:
+            raise
+        except NotImplementedError as e:
+            raise PortUnsupported(f"port {self.port_spec!r} cannot {method} with {flags}: {e}") from e
+        except Exception as e:
+            raise PortRequestError(f"port {self.port_spec!r} raised {type(e).__name__}: {e} in {method}"
+                                   f"({arg!r}, {flags}) on vocab {self.name}",
+                                   stderr=traceback.format_exc()) from e
 
     def pieces(self, ids) -> dict[int, bytes]:
         """Reference pieces (special=True) of the in-range ids."""
         return {i: self.reference.token_to_piece(i, special=True)
                 for i in set(ids) if 0 <= i < self.reference.n_vocab}
 
+    def port_pieces(self, ids) -> dict[int, bytes]:
+        """The port's own pieces (special=True) of ``ids``; ids it cannot give are left out
+        (the report then labels the reference's piece as such)."""
+        out = {}
+        for i in set(ids):
+            try:
+                out[i] = bytes(self.call_port("token_to_piece", i, special=True))
+            except (PortError, TypeError, ValueError):
+                continue
+        return out
+
+    # --- findings -----------------------------------------------------------------------
     def finding(self, check: str, text: str, add_special: bool, parse_special: bool,
                 ref_ids, port_ids, port_label: str | None = None) -> Finding | None:
         """Compare two id lists for ``text``; a Finding with the window's pieces or None."""
@@ -148,8 +245,9 @@ class VocabUnderTest:
                   for k, i in enumerate(ref_ids[:quick.index])]
         div = first_divergence(ref_ids, port_ids, text=data, reference_pieces=prefix)
         ref_w, port_w = div.window()
+        own = self.port_pieces(port_w) if port_label is None else {}
         return Finding(check, self.name, self.pre_type, add_special, parse_special, text, div,
-                       port_label or self.port_spec, self.pieces(ref_w + port_w))
+                       port_label or self.port_spec, self.pieces(ref_w + port_w), port_pieces=own)
 
     def _added_head(self, text: str, add_special: bool, parse_special: bool, ref_ids) -> int:
         """How many leading ids add_special added (0 if ``ref_ids`` are not the reference's)."""
@@ -161,51 +259,121 @@ class VocabUnderTest:
                 return head
         return 0
 
-    def check_encode(self, text: str, add_special: bool, parse_special: bool) -> Finding | None:
+    def signature(self, f: Finding) -> tuple:
+        """A stand-in for a divergence's cause, to tell distinct bugs apart.
+
+        encode/golden/known: the classes (llama.cpp's flags) of the two characters at
+        the byte offset where the streams part, or 'special' where a special token's
+        text starts there under parse_special. decode: the kind of token whose output
+        holds the first divergent byte, and the classes of that byte in both outputs.
+        piece: the kind of token. Two texts that part on the same kinds of character
+        count as one cause; the first is shrunk and reported, the rest are counted.
+        """
+        d = f.divergence
+        if f.check in ("decode", "piece"):
+            kind = self.token_kind(self._token_at(f.decoded_ids, d.index, bool(f.unparse_special)))
+            if f.check == "piece":
+                return (f.check, kind)
+            ref, port = bytes(d.reference_ids), bytes(d.port_ids)
+            return (f.check, kind, _class_at(ref, d.index), _class_at(port, d.index))
+        data = f.text.encode("utf-8", "surrogatepass")
+        at = data[d.byte_offset:]
+        if f.parse_special and any(at.startswith(s.encode("utf-8", "surrogatepass"))
+                                   for s in self.texts.specials if s):
+            return (f.check, "special")
+        head = _class_at(data, d.byte_offset)
+        nxt = data[d.byte_offset:].decode("utf-8", "ignore")[1:2]
+        return (f.check, head, char_class(nxt) if nxt else "end")
+
+    def _token_at(self, ids, byte_index: int, special: bool) -> int:
+        """The id whose piece covers ``byte_index`` of the concatenated pieces (last id past the end)."""
+        pos = 0
+        for i in ids:
+            pos += len(self.reference.token_to_piece(i, special=special)) if 0 <= i < self.reference.n_vocab else 0
+            if pos > byte_index:
+                return i
+        return ids[-1] if ids else -1
+
+    def with_spans(self, f: Finding, limit: int = 300) -> Finding:
+        """``f`` with both sides' token spans over its text (first ``limit`` ids), the
+        port's side from the port's own pieces (llama.cpp's where it gives none)."""
+        from dataclasses import replace
+        if f.check in BYTE_CHECKS or not f.text:
+            return f
+        d, data = f.divergence, f.text.encode("utf-8", "surrogatepass")
+        ref = self.pieces(d.reference_ids[:limit])
+        own = dict(f.port_pieces)
+        if f.port == self.port_spec:
+            own.update(self.port_pieces([i for i in d.port_ids[:limit] if i not in own]))
+        both = {**ref, **self.pieces([i for i in d.port_ids[:limit] if i not in own])}
+        spans = (tuple(token_spans(data, [ref.get(i, b"") for i in d.reference_ids[:limit]])),
+                 tuple(token_spans(data, [own.get(i, both.get(i, b"")) for i in d.port_ids[:limit]])))
+        return replace(f, pieces={**f.pieces, **ref}, port_pieces=own, spans=spans)
+
+    # --- the checks -----------------------------------------------------------------------
+    def check_encode(self, text: str, add_special: bool, parse_special: bool,
+                     check: str = "encode") -> Finding | None:
         """Port vs reference ids for one text and flag combination."""
         ref_ids = self.reference.encode(text, add_special=add_special, parse_special=parse_special)
         port_ids = self.call_port("encode", text, add_special=add_special, parse_special=parse_special)
-        return self.finding("encode", text, add_special, parse_special, ref_ids, list(port_ids))
+        return self.finding(check, text, add_special, parse_special, ref_ids, list(port_ids))
 
-    def call_port(self, method: str, arg, **flags):
-        """``port.<method>(arg, **flags)``; an in-process port's exception becomes a
-        PortError naming the input (traceback kept as its stderr and cause)."""
-        try:
-            return getattr(self.port, method)(arg, **flags)
-        except PortError:
-            raise
-        except Exception as e:
-            raise PortError(f"port {self.port_spec!r} raised {type(e).__name__}: {e} in {method}"
-                            f"({arg!r}, {flags}) on vocab {self.name}",
-                            stderr=traceback.format_exc()) from e
+    def check_golden(self, text: str, expected) -> Finding | None:
+        """Port vs a recorded .out case (add_special=False, parse_special=False)."""
+        got = self.call_port("encode", text, add_special=False, parse_special=False)
+        return self.finding("golden", text, False, False, list(expected), list(got))
 
-    def check_decode(self, text: str, add_special: bool, parse_special: bool) -> Finding | None:
-        """Port's decode of the reference's ids vs the reference's decode, byte for byte.
+    def decode_input(self, text: str, source: str, cut: int = 0, rand=()) -> tuple[int, ...]:
+        """Ids for a decode case: llama.cpp's encoding of ``text`` with specials added and
+        parsed (``whole``), a prefix of it as a streaming engine decodes (``prefix``), or
+        ``rand`` ids folded into the vocab (``random``: bytes are often not valid UTF-8)."""
+        if source == "random":
+            return tuple(r % self.reference.n_vocab for r in rand)
+        ids = tuple(self.reference.encode(text, add_special=True, parse_special=True))
+        return ids[:cut % (len(ids) + 1)] if source == "prefix" else ids
 
-        Decode flags follow the encode flags: remove_special=add_special,
-        unparse_special=parse_special.
-        """
-        ids = self.reference.encode(text, add_special=add_special, parse_special=parse_special)
-        ref = self.reference.decode(ids, remove_special=add_special, unparse_special=parse_special)
-        got = self.call_port("decode", ids, remove_special=add_special, unparse_special=parse_special)
+    def check_decode(self, ids, remove_special: bool, unparse_special: bool) -> Finding | None:
+        """Port's decode of ``ids`` vs llama.cpp's, byte for byte."""
+        ids = tuple(ids)
+        ref = self.reference.decode(ids, remove_special=remove_special, unparse_special=unparse_special)
+        got = self.call_port("decode", ids, remove_special=remove_special, unparse_special=unparse_special)
         div = first_byte_divergence(ref, bytes(got))
         if div is None:
             return None
-        return Finding("decode", self.name, self.pre_type, add_special, parse_special, text, div,
-                       self.port_spec, {}, tuple(ids))
+        return Finding("decode", self.name, self.pre_type, False, False, "", div, self.port_spec,
+                       self.pieces(ids[:64]), ids, remove_special=remove_special,
+                       unparse_special=unparse_special)
+
+    def check_piece(self, id: int, special: bool) -> Finding | None:
+        """Port's piece of one token vs llama_token_to_piece, byte for byte."""
+        ref = self.reference.token_to_piece(id, special=special)
+        got = self.call_port("token_to_piece", id, special=special)
+        div = first_byte_divergence(ref, bytes(got))
+        if div is None:
+            return None
+        return Finding("piece", self.name, self.pre_type, False, False, "", div, self.port_spec,
+                       {}, (id,), unparse_special=special)
 
 
 class Session:
-    """Per-process cache: references, vocabs and ports (one of each per vocab)."""
+    """Per-process cache: references, vocabs and ports (one of each per vocab).
+
+    A port that could not open (or reports another ``n_vocab``) stays failed for
+    its vocab. A port that crashed, hung or answered garbage is started again
+    when it is next needed, up to :data:`MAX_RESTARTS` times per vocab; each
+    restart is noted (:meth:`take_restarts`) so the report shows it.
+    """
 
     def __init__(self, port_spec: str = "harness"):
         self.port_spec = port_spec.strip() or "harness"
         self._vocabs: dict[str, VocabUnderTest] = {}
         self._ports: OrderedDict[str, Port] = OrderedDict()
         self._errors: dict[str, PortError] = {}
+        self._restarts: dict[str, list[str]] = {}
+        self._untaken: dict[str, list[str]] = {}
 
     def vocab(self, name: str) -> VocabUnderTest:
-        """The vocab by pinned name (ReferenceUnavailable if not fetched/built)."""
+        """The vocab by pinned name or .gguf path (ReferenceUnavailable if not fetched/built)."""
         if name not in self._vocabs:
             from reference.vocabs import vocab_path
             path = vocab_path(name)
@@ -213,29 +381,60 @@ class Session:
         return self._vocabs[name]
 
     def port(self, vut: VocabUnderTest) -> Port:
-        """Open (or reuse) the port for one vocab; remember a PortError."""
+        """Open (or reuse, or restart) the port for one vocab."""
         if vut.name in self._errors:
             err = self._errors[vut.name]
-            raise PortError(f"port for {vut.name} is down after an earlier error:\n{err}",
-                            stderr=err.stderr)
-        if vut.name not in self._ports:
-            try:
-                self._ports[vut.name] = open_port(self.port_spec, vut.path, reference=vut.reference)
-            except ReferenceUnavailable:
-                raise
-            except Exception as e:
-                # A port that cannot load a vocab is that vocab's port error, reported with the run.
-                err = e if isinstance(e, PortError) else PortError(
-                    f"port {self.port_spec!r} could not open {vut.path}: {type(e).__name__}: {e}",
-                    stderr=traceback.format_exc())
-                self._errors[vut.name] = err
-                raise err from (None if err is e else e)
+            # The same message, so the report counts this root cause once.
+            raise PortError(str(err).split("\n--- port stderr ---")[0], stderr=err.stderr)
+        port = self._ports.get(vut.name)
+        if isinstance(port, ExternalPort) and port.dead is not None:
+            self._restart(vut.name, port.dead)
+            port = None
+        if port is None:
+            port = self._ports[vut.name] = self._open(vut)
             self._evict()
         self._ports.move_to_end(vut.name)
-        port = self._ports[vut.name]
-        if isinstance(port, ExternalPort) and port.dead is not None:
-            self._errors[vut.name] = port.dead
         return port
+
+    def _restart(self, name: str, dead: PortError) -> None:
+        done = self._restarts.setdefault(name, [])
+        self._ports.pop(name).close()
+        if len(done) >= MAX_RESTARTS:
+            self._errors[name] = PortError(f"port for {name} went down {len(done) + 1} times; "
+                                           f"not restarted again. Last error: {dead}", stderr=dead.stderr)
+            raise self._errors[name]
+        note = f"restart {len(done) + 1}/{MAX_RESTARTS} after: {str(dead).splitlines()[0]}"
+        done.append(note)
+        self._untaken.setdefault(name, []).append(note)
+
+    def take_restarts(self, name: str) -> list[str]:
+        """Restart notes for ``name`` not yet reported."""
+        return self._untaken.pop(name, [])
+
+    def _open(self, vut: VocabUnderTest) -> Port:
+        try:
+            port = open_port(self.port_spec, vut.path, reference=vut.reference)
+            if isinstance(port, ExternalPort):
+                self._check_n_vocab(port, vut)
+            return port
+        except ReferenceUnavailable:
+            raise
+        except Exception as e:
+            # A port that cannot load a vocab is that vocab's port error, reported with the run.
+            err = e if isinstance(e, PortError) else PortError(
+                f"port {self.port_spec!r} could not open {vut.path}: {type(e).__name__}: {e}",
+                stderr=traceback.format_exc())
+            self._errors[vut.name] = err
+            raise err from (None if err is e else e)
+
+    @staticmethod
+    def _check_n_vocab(port: "ExternalPort", vut: VocabUnderTest) -> None:
+        n = port.info().get("n_vocab")
+        if n is not None and n != vut.reference.n_vocab:
+            port.close()
+            raise PortError(f"port {port.command!r} answers info with n_vocab={n!r}, but llama.cpp "
+                            f"has {vut.reference.n_vocab} tokens in {vut.path}: the port loaded another "
+                            "vocab, or counts tokens differently", stderr=port.stderr())
 
     def _evict(self) -> None:
         # External ports are processes: keep only a few alive per worker.

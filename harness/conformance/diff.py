@@ -154,3 +154,21 @@ def first_byte_divergence(reference: bytes, port: bytes) -> Divergence | None:
     if index is None:
         return None
     return Divergence(index, index, True, tuple(reference), tuple(port))
+
+
+def token_spans(text: bytes, pieces: Sequence[bytes]) -> list[tuple[int, int]]:
+    """(start, end) bytes of ``text`` each piece covers, aligned as :func:`text_offset`
+    does; a piece that matches no text (BOS, a normalised piece) gets an empty span.
+
+    >>> token_spans(b"Hello world", [b"<s>", b"Hello", b" world"])
+    [(0, 0), (0, 5), (5, 11)]
+    """
+    cursor, out = 0, []
+    for piece in pieces:
+        step = _match(text, cursor, piece)
+        if step is None:
+            out.append((cursor, cursor))
+            continue
+        out.append((cursor, step))  # spaces the token swallowed (LSTRIP, SPM's prefix) are its own
+        cursor = step
+    return out

@@ -5,6 +5,10 @@ A port spec (the ``PORT`` variable of ``make conformance``) is one of
 - ``llama.cpp``: llama.cpp itself, in process (must give zero divergences);
 - ``mutant:NAME``: a deliberately broken port (see harness.conformance.mutants);
 - ``llama-tokenize``: the pinned CLI (encode only; what the cross-check compares);
+- ``py:MODULE:FACTORY``: a Python adapter in process: ``FACTORY(vocab_path)`` returns an
+  object with ``encode``/``decode``/``token_to_piece``/``n_vocab`` (keyword flags, as
+  :class:`Port`), optionally ``unsupported`` (see the README); a method raising
+  ``NotImplementedError`` is counted as unsupported for that case;
 - anything else: a command speaking the JSON-lines protocol of
   ``python -m harness serve``, started once per worker and vocab, with
   ``{vocab}`` replaced by the ``.gguf`` path, e.g.
@@ -29,7 +33,7 @@ import threading
 from pathlib import Path
 from typing import Protocol, Sequence, runtime_checkable
 
-from harness.errors import PortError
+from harness.errors import PortError, PortRequestError, PortUnsupported
 
 DEFAULT_TIMEOUT = float(os.environ.get("PORT_TIMEOUT", "30"))
 
@@ -122,6 +126,7 @@ class ExternalPort:
         self._lines: queue.Queue = queue.Queue()
         threading.Thread(target=self._pump, daemon=True).start()
         self.dead: PortError | None = None
+        self._info: dict | None = None
 
     def _pump(self) -> None:
         # Reading on a thread is what makes a per-request timeout possible.
@@ -144,12 +149,31 @@ class ExternalPort:
         return err
 
     def request(self, request: dict) -> dict:
-        """Send one request, return the parsed response object or raise PortError
-        (also when the port answered ``{"error": ...}``)."""
+        """Send one request, return the parsed response object.
+
+        An ``{"error": ...}`` answer raises :class:`PortRequestError` (or
+        :class:`PortUnsupported` when it starts with ``unsupported``) and the port
+        keeps running; a crash, hang or garbage raises :class:`PortError` and the
+        port is down.
+        """
         response = self.exchange(request)
         if "error" in response:
-            raise self._fail(f"answered {str(response)[:300]}", request)
+            message = str(response["error"])
+            req = json.dumps(request, ensure_ascii=True)[:300]
+            if message.lower().startswith("unsupported"):
+                raise PortUnsupported(f"port {self.command!r} cannot express {req}: {message[:300]}")
+            raise PortRequestError(f"port {self.command!r} answered error {message[:300]!r} to {req}",
+                                   stderr=self.stderr())
         return response
+
+    def info(self) -> dict:
+        """The port's ``info`` answer (``{}`` if it answers info with an error), asked once."""
+        if self._info is None:
+            try:
+                self._info = self.request({"op": "info"})
+            except PortRequestError:
+                self._info = {}
+        return self._info
 
     def exchange(self, request: dict) -> dict:
         """Send one request, return the response object as it is (it may hold
@@ -209,6 +233,12 @@ class ExternalPort:
     def n_vocab(self):
         return self._n_vocab
 
+    @property
+    def unsupported(self) -> frozenset[str]:
+        """What ``info`` declares the port cannot express (see :func:`needs`)."""
+        declared = self.info().get("unsupported", [])
+        return frozenset(str(x).lower() for x in declared) if isinstance(declared, list) else frozenset()
+
     def close(self) -> None:
         """Stop the process (idempotent)."""
         if self.proc.poll() is None:
@@ -218,6 +248,26 @@ class ExternalPort:
             except (OSError, subprocess.TimeoutExpired):
                 self.proc.kill()
                 self.proc.wait()
+
+
+def load_adapter(spec: str, vocab_path: str | Path) -> Port:
+    """``py:MODULE:FACTORY`` -> ``FACTORY(vocab_path)``, imported from the current directory too.
+
+    >>> load_adapter("py:collections:Counter", "ab").most_common(1)
+    [('a', 1)]
+    """
+    import importlib
+    import sys
+    parts = spec.removeprefix("py:").split(":")
+    if len(parts) != 2 or not all(parts):
+        raise PortError(f"PORT={spec!r}: a Python adapter is py:MODULE:FACTORY, e.g. py:myport.adapter:load")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # as `python -m` would: the port's own repo is importable
+    try:
+        factory = getattr(importlib.import_module(parts[0]), parts[1])
+    except (ImportError, AttributeError) as e:
+        raise PortError(f"PORT={spec!r}: cannot import {parts[1]} from {parts[0]}: {e}") from e
+    return factory(str(vocab_path))
 
 
 def open_port(spec: str, vocab_path: str | Path, *, reference: Port | None = None) -> Port:
@@ -235,6 +285,8 @@ def open_port(spec: str, vocab_path: str | Path, *, reference: Port | None = Non
     if spec == "llama-tokenize":
         from reference.cli import CliReference
         return ReferencePort(CliReference(vocab_path))
+    if spec.startswith("py:"):
+        return load_adapter(spec, vocab_path)
     if spec.startswith("mutant:"):
         from harness.conformance.mutants import make_mutant
         ref = reference if reference is not None else load_reference(vocab_path)

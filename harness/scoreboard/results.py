@@ -15,7 +15,14 @@ names the file and key::
          "reference_bytes_hex": str, "port_bytes_hex": str,           # optional, decode only
          "repro": str}],                                              # optional
      "vocabs": {"<vocab>": {"<check>": {"cases": int, "divergences": int}}},   # required
+     "cells": [{"vocab": str, "check": str, "flags": "plain"|"parse"|"add"|"add_parse",
+                "cases": int, "outcome": str}],          # optional (schema 2): per flag combination
      "port_errors": [{"vocab": str, "message": str}]}                  # optional
+
+A flag combination is counted for a check only where its cell says what ran:
+``pass``, ``divergence`` or ``partial``; a check with no such cell is ``not
+checked``, never a pass (a schema-1 report has no cells: everything generated
+reads as not checked).
 
 "crosscheck" divergences compare llama.cpp in process with its own CLI: they
 say nothing about the port, so they are kept apart (``oracle``).
@@ -58,6 +65,7 @@ class Cell:
     oracle: list[dict] = field(default_factory=list)
     port_errors: list[str] = field(default_factory=list)
     sample: dict | None = None
+    combos: dict = field(default_factory=dict)  # check -> flags -> outcome (the report's cells)
 
     @property
     def golden_failed(self) -> int:
@@ -69,29 +77,39 @@ class Cell:
                        if d["check"] in checks})
 
     def golden_text(self) -> str:
-        """``'passed/cases'`` of the golden .inp/.out cases, or '-'.
+        """``'passed/cases'`` of the golden .inp/.out cases; where the vocab has a golden
+        cell but no case ran, that cell's outcome (``not checked``, ``port error``,
+        ``unsupported``); '-' where it has none.
 
         >>> Cell("p", "v", status="pass", golden_cases=4).golden_text()
         '4/4'
+        >>> Cell("p", "v", status="port-error", combos={"golden": {"plain": "port error"}}).golden_text()
+        'port error'
         """
-        if self.status in ("unsupported", "not-run") or not self.golden_cases:
+        if self.status in ("unsupported", "not-run"):
             return "-"
+        if not self.golden_cases:
+            return self.combos.get("golden", {}).get("plain", "-")
         return f"{self.golden_cases - self.golden_failed}/{self.golden_cases}"
 
     def generated_text(self) -> str:
-        """Clean flag combinations of the generated (Hypothesis) tests, for
-        encode and for decode, or '-'.
+        """Per generated check (encode, decode): the flag combinations that passed
+        out of those that ran, or ``not checked``; unsupported ones are named.
 
-        Hypothesis stops a test at its first divergence, so the honest rate is
-        per flag combination, not per example.
-
-        >>> Cell("p", "v", status="pass", generated_examples=9).generated_text()
-        'enc 4/4 dec 4/4'
+        >>> Cell("p", "v", status="pass", combos={"encode": {"plain": "pass", "add": "divergence",
+        ...      "parse": "unsupported"}}).generated_text()
+        'enc 1/2 (1 unsupported) dec not checked'
         """
-        if self.status in ("unsupported", "not-run") or not self.generated_examples:
+        if self.status in ("unsupported", "not-run"):
             return "-"
-        enc, dec = (N_COMBOS - len(self.failing_combos((c,))) for c in GENERATED)
-        return f"enc {enc}/{N_COMBOS} dec {dec}/{N_COMBOS}"
+        return " ".join(self._rate(check) for check in GENERATED)
+
+    def _rate(self, check: str) -> str:
+        outcomes = list(self.combos.get(check, {}).values())
+        ran = [o for o in outcomes if o in ("pass", "divergence", "partial")]
+        text = f"{check[:3]} {sum(o == 'pass' for o in ran)}/{len(ran)}" if ran else f"{check[:3]} not checked"
+        unsupported = outcomes.count("unsupported")
+        return text + (f" ({unsupported} unsupported)" if unsupported else "")
 
     def sample_text(self) -> str:
         """``'agreed/compared'`` over the corpus sample, or '-'.
@@ -108,7 +126,8 @@ class Cell:
                 "golden": {"cases": self.golden_cases, "failed": self.golden_failed},
                 "generated": {"examples": self.generated_examples, "combos": N_COMBOS,
                               "failing_combos": {c: [list(f) for f in self.failing_combos((c,))]
-                                                 for c in GENERATED}},
+                                                 for c in GENERATED},
+                              "outcomes": self.combos},
                 "divergences": self.divergences, "oracle_divergences": self.oracle,
                 "port_errors": self.port_errors, "sample": self.sample}
 
@@ -116,14 +135,16 @@ class Cell:
 def cell_from_json(obj: dict) -> Cell:
     """Inverse of :meth:`Cell.to_json` (to re-render or merge ``scoreboard.json`` files).
 
-    >>> c = Cell("p", "v", status="pass", golden_cases=3, generated_examples=7)
+    >>> c = Cell("p", "v", status="pass", golden_cases=3, generated_examples=7,
+    ...          combos={"encode": {"plain": "pass"}})
     >>> cell_from_json(c.to_json()) == c
     True
     """
     return Cell(obj["port"], obj["vocab"], status=obj["status"], error=obj["error"],
                 golden_cases=obj["golden"]["cases"], generated_examples=obj["generated"]["examples"],
                 divergences=obj["divergences"], oracle=obj["oracle_divergences"],
-                port_errors=obj["port_errors"], sample=obj["sample"])
+                port_errors=obj["port_errors"], sample=obj["sample"],
+                combos=obj["generated"].get("outcomes", {}))
 
 
 def _need(obj: dict, key: str, where: str):
@@ -156,6 +177,10 @@ def fill_from_report(cell: Cell, report: dict) -> Cell:
     counts = report["vocabs"].get(cell.vocab, {})
     cell.golden_cases = int(counts.get("golden", {}).get("cases", 0))
     cell.generated_examples = int(counts.get("encode", {}).get("cases", 0))
+    cell.combos = {}
+    for c in report.get("cells", []):
+        if isinstance(c, dict) and c.get("vocab") == cell.vocab:
+            cell.combos.setdefault(c.get("check"), {})[c.get("flags")] = c.get("outcome", "not checked")
     mine = [d for d in report["divergences"] if d["vocab"] == cell.vocab]
     cell.divergences = [d for d in mine if d["check"] != "crosscheck"]
     cell.oracle = [d for d in mine if d["check"] == "crosscheck"]

@@ -30,21 +30,10 @@ import pytest
 from harness.conformance.needs import require
 
 from harness.conformance.checks import Session
+from harness.conformance.hunt import FLAGS, Hunt
 from harness.conformance.strategies import register_profiles
 from harness.errors import HarnessError
 
-FLAGS = {"plain": (False, False), "parse": (False, True), "add": (True, False), "add_parse": (True, True)}
-
-
-class Recorder:
-    """Per-test counters the plugin turns into the vocab x check table."""
-
-    def __init__(self, vocab: str):
-        self.vocab = vocab
-        self.cases: dict[str, int] = {}
-
-    def count(self, check: str, n: int = 1) -> None:
-        self.cases[check] = self.cases.get(check, 0) + n
 
 
 def pytest_configure(config):
@@ -74,18 +63,12 @@ def pytest_generate_tests(metafunc):
         specs = vocab_specs()
         only = getattr(metafunc.function, "vocab_filter", None)
         ids = [i for i in specs if only is None or only(specs[i])]
-        metafunc.parametrize("vocab", [specs[i] for i in ids], ids=ids)
+        # The group mark is set here, at collection, so xdist's --dist loadgroup sees it
+        # and keeps each vocab's tests on one worker (each worker loads only its vocabs).
+        metafunc.parametrize("vocab", [pytest.param(specs[i], id=i, marks=pytest.mark.xdist_group(i))
+                                       for i in ids])
     if "flags" in metafunc.fixturenames:
         metafunc.parametrize("flags", list(FLAGS.values()), ids=list(FLAGS))
-
-
-def pytest_collection_modifyitems(items):
-    # With ``--dist loadgroup`` each vocab's tests stay on one worker, so each worker
-    # loads only its share of vocabs (ignored by other --dist modes).
-    for item in items:
-        spec = getattr(item, "callspec", None)
-        if spec is not None and "vocab" in spec.params:
-            item.add_marker(pytest.mark.xdist_group(Path(str(spec.params["vocab"])).stem))
 
 
 @pytest.fixture(scope="session")
@@ -97,19 +80,10 @@ def session():
 
 
 @pytest.fixture
-def recorder(request, vocab):
-    """Counts cases; the plugin reads it from the test item."""
-    rec = Recorder(vocab)
-    request.node.conformance_recorder = rec
-    return rec
-
-
-@pytest.fixture
 def vut(session, vocab):
     """The vocab under test, with its port opened (a PortError fails setup)."""
     v = require(lambda: session.vocab(vocab))
-    # Probe now: a port that cannot start is one setup error, not hundreds of failing examples.
-    v.port.encode("", add_special=False, parse_special=False)
+    v.port  # open now: a port that cannot start is one setup error, not hundreds of failing cases
     return v
 
 
@@ -117,6 +91,22 @@ def vut(session, vocab):
 def vocab_ref(session, vocab):
     """The vocab with its reference only (the port is not opened)."""
     return require(lambda: session.vocab(vocab))
+
+
+@pytest.fixture
+def hunt(request, session, vocab):
+    """``hunt(check, flags_label, run, **options)``: the test's :class:`Hunt`; the plugin
+    reads its tally (counts, findings, port errors) from the test item."""
+    made = []
+
+    def make(check: str, flags: str, run, **options) -> Hunt:
+        h = Hunt(check, flags, run, vocab=Path(str(vocab)).stem.removeprefix("ggml-vocab-"),
+                 replay_key=request.node.nodeid, detail=session.vocab(vocab).with_spans, **options)
+        h.tally.restarts = session.take_restarts(vocab)
+        made.append(h)
+        request.node.conformance_hunts = made
+        return h
+    return make
 
 
 @pytest.fixture

@@ -1,0 +1,122 @@
+"""A JSON-lines port with bugs chosen on the command line: the harness's self-test subject.
+
+It answers the protocol of ``python -m harness serve`` with the harness tokenizer
+(exact), then breaks it as asked:
+
+    python tests/ports/faulty_port.py --vocab V [--bugs digits,nbsp,decode-space,fffd,extra-token]
+        [--declare parse_special=true,piece] [--refuse remove_special=true]
+        [--crash-after N --crash-once FILE] [--error-on TEXT]
+
+Bugs (each independent of the others):
+- ``digits``: each digit encoded on its own (only without add_special);
+- ``nbsp``: U+00A0 read as a space;
+- ``decode-space``: decode drops one leading space;
+- ``fffd``: decode replaces invalid UTF-8 with U+FFFD (a str round trip);
+- ``extra-token``: every encode answer ends with an extra token 0;
+- ``piece-byte``: the piece of a BYTE token is its text (``<0x0A>``), not the byte.
+
+``--declare`` lists what ``info`` declares unsupported; ``--refuse`` answers
+``{"error": "unsupported: ..."}`` to matching requests without declaring it.
+``--crash-after N`` exits with status 9 after N requests, once: only if the file
+``--crash-once`` names does not exist yet (it is created first).
+``--error-on TEXT`` answers ``{"error": ...}`` to encodes whose text holds TEXT.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+from harness.tokenizer import Tokenizer
+from harness.vocab import BYTE
+
+
+def flags_of(req: dict) -> set[str]:
+    """The request's op and 'flag=value' words, as ``info``'s unsupported list names them."""
+    words = {req.get("op", "")}
+    for k in ("add_special", "parse_special", "remove_special", "unparse_special", "special"):
+        if k in req:
+            words.add(f"{k}={'true' if req[k] else 'false'}")
+    return words
+
+
+class Faulty:
+    def __init__(self, args):
+        self.tok = Tokenizer.from_gguf(args.vocab)
+        self.bugs = set(filter(None, args.bugs.split(",")))
+        self.declared = [w for w in args.declare.split(",") if w]
+        self.refused = set(filter(None, args.refuse.split(",")))
+        self.args, self.served = args, 0
+
+    def encode(self, req):
+        text, add, parse = req["text"], req["add_special"], req["parse_special"]
+        if "nbsp" in self.bugs:
+            text = text.replace("\xa0", " ")
+        if "digits" in self.bugs and not add:
+            ids = [i for part in re.split(r"(\d)", text) if part
+                   for i in self.tok.encode(part, add_special=False, parse_special=parse)]
+        else:
+            ids = self.tok.encode(text, add_special=add, parse_special=parse)
+        return ids + [0] * ("extra-token" in self.bugs)
+
+    def decode(self, req):
+        out = self.tok.decode(req["ids"], remove_special=req["remove_special"],
+                              unparse_special=req["unparse_special"])
+        if "decode-space" in self.bugs and out[:1] == b" ":
+            out = out[1:]
+        if "fffd" in self.bugs:
+            out = out.decode("utf-8", "replace").encode("utf-8")
+        return out
+
+    def piece(self, req):
+        vocab = self.tok.vocab
+        if "piece-byte" in self.bugs and vocab.attrs[req["id"]] & BYTE:
+            return vocab.tokens[req["id"]]
+        return self.tok.token_to_piece(req["id"], special=req["special"])
+
+    def answer(self, req: dict) -> dict:
+        op = req.get("op")
+        if op == "info":
+            return {"n_vocab": self.tok.n_vocab, "unsupported": self.declared}
+        hit = (set(self.declared) | self.refused) & flags_of(req)
+        if hit:
+            return {"error": f"unsupported: {', '.join(sorted(hit))}"}
+        if op == "encode" and self.args.error_on and self.args.error_on in req["text"]:
+            return {"error": f"cannot encode a text holding {self.args.error_on!r}"}
+        if op == "encode":
+            return {"ids": self.encode(req)}
+        if op == "decode":
+            return {"bytes_hex": self.decode(req).hex()}
+        if op == "piece":
+            return {"bytes_hex": self.piece(req).hex()}
+        return {"error": f"unknown op {op!r}"}
+
+    def maybe_crash(self) -> None:
+        self.served += 1
+        a = self.args
+        if a.crash_after and self.served > a.crash_after and a.crash_once and not Path(a.crash_once).exists():
+            Path(a.crash_once).write_text("crashed once\n")
+            print(f"faulty port: crashing on purpose after {a.crash_after} requests", file=sys.stderr, flush=True)
+            sys.exit(9)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--vocab", required=True)
+    p.add_argument("--bugs", default="")
+    p.add_argument("--declare", default="")
+    p.add_argument("--refuse", default="")
+    p.add_argument("--crash-after", type=int, default=0)
+    p.add_argument("--crash-once", default="")
+    p.add_argument("--error-on", default="")
+    port = Faulty(p.parse_args())
+    for line in sys.stdin.buffer:
+        port.maybe_crash()
+        print(json.dumps(port.answer(json.loads(line))), flush=True)
+
+
+if __name__ == "__main__":
+    main()
