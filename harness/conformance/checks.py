@@ -147,6 +147,33 @@ def _class_at(data: bytes, offset: int) -> str:
     return "invalid-utf8"
 
 
+def _char_len(data: bytes, i: int) -> int:
+    """Bytes of the UTF-8 character at ``i`` (1 for an invalid byte)."""
+    for n in (1, 2, 3, 4):
+        try:
+            data[i:i + n].decode("utf-8")
+            return n
+        except UnicodeDecodeError:
+            continue
+    return 1
+
+
+def _edit(ref: bytes, port: bytes, i: int) -> str:
+    """How ``port`` departs from ``ref`` at byte ``i``: drops, adds or replaces a character.
+
+    >>> _edit(b" ab", b"ab", 0), _edit(b"ab", b"a b", 1), _edit(b"a\\xe3", "a\\ufffd".encode(), 1)
+    ('drops space', 'adds space', 'replaces invalid-utf8 with symbol')
+    """
+    r = _char_len(ref, i) if i < len(ref) else 0
+    p = _char_len(port, i) if i < len(port) else 0
+    tail = 8
+    if r and ref[i + r:i + r + tail] == port[i:i + tail]:
+        return f"drops {_class_at(ref, i)}"
+    if p and port[i + p:i + p + tail] == ref[i:i + tail]:
+        return f"adds {_class_at(port, i)}"
+    return f"replaces {_class_at(ref, i)} with {_class_at(port, i)}"
+
+
 @dataclass
 class VocabUnderTest:
     """A vocab with its reference and (lazily) the port under test."""
@@ -262,28 +289,28 @@ class VocabUnderTest:
     def signature(self, f: Finding) -> tuple:
         """A stand-in for a divergence's cause, to tell distinct bugs apart.
 
-        encode/golden/known: the classes (llama.cpp's flags) of the two characters at
-        the byte offset where the streams part, or 'special' where a special token's
-        text starts there under parse_special. decode: the kind of token whose output
-        holds the first divergent byte, and the classes of that byte in both outputs.
-        piece: the kind of token. Two texts that part on the same kinds of character
-        count as one cause; the first is shrunk and reported, the rest are counted.
+        encode, golden, known, crosscheck: the class (llama.cpp's flags: letter, digit,
+        space, newline, punct, symbol, mark, control, unassigned; ``/non-ascii`` marked)
+        of the character where the streams part, or ``special`` where a special token's
+        text starts there under parse_special. decode: the kind of token (normal,
+        control, byte, ...) whose output holds the first divergent byte, and the edit
+        there (``drops space``, ``adds letter``, ``replaces invalid-utf8 with symbol``).
+        piece: the kind of token. Cases with one signature count as one cause: the
+        first is shrunk and reported, the rest are counted.
         """
         d = f.divergence
         if f.check in ("decode", "piece"):
             kind = self.token_kind(self._token_at(f.decoded_ids, d.index, bool(f.unparse_special)))
             if f.check == "piece":
                 return (f.check, kind)
-            ref, port = bytes(d.reference_ids), bytes(d.port_ids)
-            return (f.check, kind, _class_at(ref, d.index), _class_at(port, d.index))
+            return (f.check, kind, _edit(bytes(d.reference_ids), bytes(d.port_ids), d.index))
         data = f.text.encode("utf-8", "surrogatepass")
         at = data[d.byte_offset:]
         if f.parse_special and any(at.startswith(s.encode("utf-8", "surrogatepass"))
                                    for s in self.texts.specials if s):
             return (f.check, "special")
-        head = _class_at(data, d.byte_offset)
-        nxt = data[d.byte_offset:].decode("utf-8", "ignore")[1:2]
-        return (f.check, head, char_class(nxt) if nxt else "end")
+        ascii_ = d.byte_offset >= len(data) or data[d.byte_offset] < 0x80
+        return (f.check, _class_at(data, d.byte_offset) + ("" if ascii_ else "/non-ascii"))
 
     def _token_at(self, ids, byte_index: int, special: bool) -> int:
         """The id whose piece covers ``byte_index`` of the concatenated pieces (last id past the end)."""
@@ -318,8 +345,11 @@ class VocabUnderTest:
         port_ids = self.call_port("encode", text, add_special=add_special, parse_special=parse_special)
         return self.finding(check, text, add_special, parse_special, ref_ids, list(port_ids))
 
-    def check_golden(self, text: str, expected) -> Finding | None:
-        """Port vs a recorded .out case (add_special=False, parse_special=False)."""
+    def check_golden(self, text: str, expected=None) -> Finding | None:
+        """Port vs a recorded .out case (add_special=False, parse_special=False); a text
+        with no recorded ids (a shrunk one) is checked against llama.cpp in process."""
+        if expected is None:
+            expected = self.reference.encode(text, add_special=False, parse_special=False)
         got = self.call_port("encode", text, add_special=False, parse_special=False)
         return self.finding("golden", text, False, False, list(expected), list(got))
 
@@ -344,10 +374,31 @@ class VocabUnderTest:
                        self.pieces(ids[:64]), ids, remove_special=remove_special,
                        unparse_special=unparse_special)
 
-    def check_piece(self, id: int, special: bool) -> Finding | None:
-        """Port's piece of one token vs llama_token_to_piece, byte for byte."""
+    def port_pieces_of(self, ids, special: bool) -> dict:
+        """id -> the port's piece, or the PortError its request got; one batch request per
+        512 ids for an external port that has the batch op."""
+        port = self.port
+        if not isinstance(port, ExternalPort) or self.unsupported_reason("piece", special=special):
+            out = {}
+            for i in ids:
+                try:
+                    out[i] = bytes(self.call_port("token_to_piece", i, special=special))
+                except PortError as e:
+                    out[i] = e
+            return out
+        try:
+            return dict(zip(ids, port.pieces(ids, special=special)))
+        except PortError as e:  # down: every id of the chunk gets the error (the hunt counts it once)
+            return dict.fromkeys(ids, e)
+
+    def check_piece(self, id: int, special: bool, got: bytes | Exception | None = None) -> Finding | None:
+        """Port's piece of one token (``got`` if already fetched) vs llama_token_to_piece,
+        byte for byte."""
         ref = self.reference.token_to_piece(id, special=special)
-        got = self.call_port("token_to_piece", id, special=special)
+        if isinstance(got, Exception):
+            raise got
+        if got is None:
+            got = self.call_port("token_to_piece", id, special=special)
         div = first_byte_divergence(ref, bytes(got))
         if div is None:
             return None

@@ -148,15 +148,10 @@ class ExternalPort:
         self.dead = err
         return err
 
-    def request(self, request: dict) -> dict:
-        """Send one request, return the parsed response object.
-
-        An ``{"error": ...}`` answer raises :class:`PortRequestError` (or
-        :class:`PortUnsupported` when it starts with ``unsupported``) and the port
-        keeps running; a crash, hang or garbage raises :class:`PortError` and the
-        port is down.
-        """
-        response = self.exchange(request)
+    def _answer(self, request: dict, response) -> dict:
+        """``response`` checked: an ``{"error"}`` answer raises PortRequestError/PortUnsupported."""
+        if not isinstance(response, dict):
+            raise self._fail(f"answered {str(response)[:300]}, not a JSON object", request)
         if "error" in response:
             message = str(response["error"])
             req = json.dumps(request, ensure_ascii=True)[:300]
@@ -165,6 +160,48 @@ class ExternalPort:
             raise PortRequestError(f"port {self.command!r} answered error {message[:300]!r} to {req}",
                                    stderr=self.stderr())
         return response
+
+    @property
+    def batches(self) -> bool:
+        """Whether ``info`` says the port answers ``{"op":"batch","requests":[...]}``."""
+        return self.info().get("batch") is True
+
+    def request_many(self, requests: list[dict], size: int = 512) -> list:
+        """Answers to ``requests`` in order, through the batch op when the port has it.
+
+        Each item is the response object, or the PortRequestError (PortUnsupported)
+        its ``{"error"}`` answer raises; a crash, hang or garbage raises PortError.
+        """
+        if not self.batches:
+            return [self._or_error(lambda r=r: self.request(r)) for r in requests]
+        out = []
+        for k in range(0, len(requests), size):
+            chunk = requests[k:k + size]
+            batch = {"op": "batch", "requests": chunk}
+            answers = self.request(batch).get("responses")
+            if not isinstance(answers, list) or len(answers) != len(chunk):
+                raise self._fail(f"answered a batch of {len(chunk)} with "
+                                 f"{len(answers) if isinstance(answers, list) else repr(answers)[:100]} "
+                                 "responses", {"op": "batch", "requests": chunk[:2]})
+            out += [self._or_error(lambda r=r, a=a: self._answer(r, a)) for r, a in zip(chunk, answers)]
+        return out
+
+    @staticmethod
+    def _or_error(call):
+        try:
+            return call()
+        except PortRequestError as e:
+            return e
+
+    def request(self, request: dict) -> dict:
+        """Send one request, return the parsed response object.
+
+        An ``{"error": ...}`` answer raises :class:`PortRequestError` (or
+        :class:`PortUnsupported` when it starts with ``unsupported``) and the port
+        keeps running; a crash, hang or garbage raises :class:`PortError` and the
+        port is down.
+        """
+        return self._answer(request, self.exchange(request))
 
     def info(self) -> dict:
         """The port's ``info`` answer (``{}`` if it answers info with an error), asked once."""
@@ -215,8 +252,8 @@ class ExternalPort:
             raise self._fail(f"answered non-integer ids {str(ids)[:300]}", req)
         return ids
 
-    def _bytes(self, req: dict) -> bytes:
-        value = self._field(self.request(req), "bytes_hex", req)
+    def _bytes(self, req: dict, response: dict | None = None) -> bytes:
+        value = self._field(self.request(req) if response is None else response, "bytes_hex", req)
         try:
             return bytes.fromhex(value)
         except (TypeError, ValueError):
@@ -228,6 +265,13 @@ class ExternalPort:
 
     def token_to_piece(self, id, *, special=False):
         return self._bytes({"op": "piece", "id": id, "special": special})
+
+    def pieces(self, ids, *, special=False) -> list:
+        """Each id's piece (bytes), or the PortRequestError its request got; batched
+        when the port can."""
+        reqs = [{"op": "piece", "id": i, "special": special} for i in ids]
+        return [a if isinstance(a, Exception) else self._bytes(r, a)
+                for r, a in zip(reqs, self.request_many(reqs))]
 
     @property
     def n_vocab(self):

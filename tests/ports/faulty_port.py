@@ -19,6 +19,7 @@ Bugs (each independent of the others):
 ``{"error": "unsupported: ..."}`` to matching requests without declaring it.
 ``--crash-after N`` exits with status 9 after N requests, once: only if the file
 ``--crash-once`` names does not exist yet (it is created first).
+It answers ``{"op":"batch","requests":[...]}`` too (``info`` says ``"batch": true``).
 ``--error-on TEXT`` answers ``{"error": ...}`` to encodes whose text holds TEXT.
 """
 
@@ -80,7 +81,9 @@ class Faulty:
     def answer(self, req: dict) -> dict:
         op = req.get("op")
         if op == "info":
-            return {"n_vocab": self.tok.n_vocab, "unsupported": self.declared}
+            return {"n_vocab": self.tok.n_vocab, "unsupported": self.declared, "batch": True}
+        if op == "batch":
+            return {"responses": [self.answer(r) for r in req["requests"]]}
         hit = (set(self.declared) | self.refused) & flags_of(req)
         if hit:
             return {"error": f"unsupported: {', '.join(sorted(hit))}"}

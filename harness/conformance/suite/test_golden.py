@@ -2,7 +2,9 @@
 
 The .out ids were made by llama.cpp's test-tokenizer-0 with add_special=False
 and parse_special=False, so only that combination is checked. Every case is
-run and every divergent case reported (up to the cap).
+run; divergent cases are grouped by signature (as in the encode check) and the
+first of each is shrunk (shrunk texts are checked against llama.cpp in process,
+which the cross-check ties to the same ids) and reported with its count.
 """
 
 from __future__ import annotations
@@ -14,14 +16,17 @@ def _has_golden(spec: str) -> bool:
 
 
 def test_golden(vut, hunt):
+    from harness.conformance.hunt import shrink_text
     from reference.vocabs import golden_cases
-    h = hunt("golden", "plain", lambda case: vut.check_golden(*case))
+    expected = dict(golden_cases(vut.name))
+    h = hunt("golden", "plain", lambda text: vut.check_golden(text, expected.get(text)),
+             signature=vut.signature, shrink=shrink_text)
     reason = vut.unsupported_reason("encode", add_special=False, parse_special=False)
     if reason:
         h.declare_unsupported(reason)
     else:
-        for case in golden_cases(vut.name):
-            h.case(case)
+        for text in expected:
+            h.case(text)
     h.finish()
 
 

@@ -1,7 +1,8 @@
 """Known texts: inputs that broke real ports (shared/docs/known-port-bugs.md).
 
 Every text runs on every vocab under every (add_special, parse_special)
-combination, and every divergent text is reported (they are minimal already).
+combination; divergent texts are grouped by signature (as in the encode check)
+and the first of each is reported with its count (they are minimal already).
 ``KNOWN_EXAMPLES=0`` leaves this check out, to measure generation alone.
 """
 
@@ -49,7 +50,8 @@ if os.environ.get("KNOWN_EXAMPLES", "1") != "0":
     def test_known(vut, flags, hunt):
         add_special, parse_special = flags
         h = hunt("known", flags_label(*flags),
-                 lambda text: vut.check_encode(text, add_special, parse_special, check="known"))
+                 lambda text: vut.check_encode(text, add_special, parse_special, check="known"),
+                 signature=vut.signature)
         reason = vut.unsupported_reason("encode", add_special=add_special, parse_special=parse_special)
         if reason:
             h.declare_unsupported(reason)
