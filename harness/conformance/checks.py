@@ -374,6 +374,24 @@ class VocabUnderTest:
                        self.pieces(ids[:64]), ids, remove_special=remove_special,
                        unparse_special=unparse_special)
 
+    def port_many(self, op: str, inputs: list, **flags) -> list:
+        """The port's answer to ``op`` for each input (ids for encode, bytes for decode), or
+        the PortError it got; one batch request per 512 inputs for an external port that
+        has the batch op."""
+        port = self.port
+        if isinstance(port, ExternalPort) and not self.unsupported_reason(op, **flags) and port.batches:
+            try:
+                return port.many(op, inputs, **flags)
+            except PortError as e:  # down: every input gets the error (the hunt counts it once)
+                return [e] * len(inputs)
+        out = []
+        for x in inputs:
+            try:
+                out.append(self.call_port(op, x, **flags))
+            except PortError as e:
+                out.append(e)
+        return out
+
     def port_pieces_of(self, ids, special: bool) -> dict:
         """id -> the port's piece, or the PortError its request got; one batch request per
         512 ids for an external port that has the batch op."""

@@ -159,15 +159,29 @@ class Hunt:
             return
         try:
             found = self.run(x)
-        except PortUnsupported:
-            self.tally.unsupported += 1
-            return
         except PortError as e:
-            self._port_error(e, fatal=not isinstance(e, PortRequestError))
+            self.failed_case(x, e)
             return
         self.tally.cases += 1
-        if found is None:
-            return
+        if found is not None:
+            self._divergent(x, found)
+
+    def passed_case(self) -> None:
+        """Count an input whose answers were compared, and agreed, elsewhere (the fast phase)."""
+        self.tally.cases += 1
+
+    def failed_case(self, x, error: Exception) -> None:
+        """Count an input the port could not answer: unsupported, or a port error."""
+        if self.down:
+            self.tally.not_checked += 1
+        elif isinstance(error, PortUnsupported):
+            self.tally.unsupported += 1
+        elif isinstance(error, PortError):
+            self._port_error(error, fatal=not isinstance(error, PortRequestError))
+        else:
+            raise error
+
+    def _divergent(self, x, found) -> None:
         self.tally.divergent += 1
         sig = self.signature(found) if self.signature else len(self.first)
         self.counts[sig] = self.counts.get(sig, 0) + 1

@@ -245,12 +245,8 @@ class ExternalPort:
         return response[key]
 
     def encode(self, text, *, add_special=False, parse_special=False):
-        req = {"op": "encode", "text": text, "add_special": add_special,
-               "parse_special": parse_special}
-        ids = self._field(self.request(req), "ids", req)
-        if not isinstance(ids, list) or not all(type(i) is int for i in ids):
-            raise self._fail(f"answered non-integer ids {str(ids)[:300]}", req)
-        return ids
+        return self._ids({"op": "encode", "text": text, "add_special": add_special,
+                          "parse_special": parse_special})
 
     def _bytes(self, req: dict, response: dict | None = None) -> bytes:
         value = self._field(self.request(req) if response is None else response, "bytes_hex", req)
@@ -265,6 +261,20 @@ class ExternalPort:
 
     def token_to_piece(self, id, *, special=False):
         return self._bytes({"op": "piece", "id": id, "special": special})
+
+    def many(self, op: str, inputs: list, **flags) -> list:
+        """``encode`` (texts -> ids) or ``decode`` (id lists -> bytes) for every input, or
+        the PortRequestError each got; batched when the port can."""
+        key = {"encode": "text", "decode": "ids"}[op]
+        reqs = [{"op": op, key: (x if op == "encode" else list(x)), **flags} for x in inputs]
+        parse = self._ids if op == "encode" else self._bytes
+        return [a if isinstance(a, Exception) else parse(r, a) for r, a in zip(reqs, self.request_many(reqs))]
+
+    def _ids(self, req: dict, response: dict | None = None) -> list[int]:
+        ids = self._field(self.request(req) if response is None else response, "ids", req)
+        if not isinstance(ids, list) or not all(type(i) is int for i in ids):
+            raise self._fail(f"answered non-integer ids {str(ids)[:300]}", req)
+        return ids
 
     def pieces(self, ids, *, special=False) -> list:
         """Each id's piece (bytes), or the PortRequestError its request got; batched

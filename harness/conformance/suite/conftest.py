@@ -23,6 +23,7 @@ to any host; each host's workers load the reference and each vocab once.
 from __future__ import annotations
 
 import os
+import random
 import re
 from pathlib import Path
 
@@ -69,6 +70,25 @@ def pytest_generate_tests(metafunc):
                                        for i in ids])
     if "flags" in metafunc.fixturenames:
         metafunc.parametrize("flags", list(FLAGS.values()), ids=list(FLAGS))
+
+
+FAST_TESTS = ("test_encode", "test_decode")
+
+
+def pytest_collection_modifyitems(config, items):
+    # The fast phases share a BUDGET among the generated tests of the whole run.
+    config._conformance_fast_tests = sum(getattr(i, "originalname", "") in FAST_TESTS for i in items)
+
+
+@pytest.fixture
+def fast(request):
+    """``(count, seconds, rng)`` of this test's fast random phase: the profile's count, or
+    its share of BUDGET; a Random seeded from CONFORMANCE_SEED and the test's name."""
+    from harness.conformance.fastphase import FAST_EXAMPLES, run_seed, time_share
+    profile = os.environ.get("HYPOTHESIS_PROFILE") or "ci"
+    seconds = time_share(getattr(request.config, "_conformance_fast_tests", 1))
+    name = request.node.nodeid.split("::", 1)[-1]
+    return FAST_EXAMPLES[profile], seconds, random.Random(f"{run_seed()}:{name}")
 
 
 @pytest.fixture(scope="session")

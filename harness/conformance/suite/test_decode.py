@@ -10,7 +10,8 @@ remove_special, parse = unparse_special), on three kinds of id lists:
 - ``random``: ids drawn from the whole vocab.
 
 Bytes are compared exactly: a port that replaces invalid UTF-8 with U+FFFD
-diverges. Every distinct divergence is shrunk (ids deleted) and reported.
+diverges. A fast random phase (harness/conformance/fastphase.py) runs first, then
+Hypothesis; every distinct divergence is shrunk (ids deleted) and reported.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from harness.conformance.fastphase import fragment_pool, random_recipes, run_phase, run_seed
 from harness.conformance.hunt import load_replay, shrink_ids
 from harness.conformance.strategies import materialise, recipes
 from harness.conformance.hunt import flags_label
@@ -28,7 +30,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:Generating overly large repr")
 SOURCES = ("whole", "prefix", "random")
 
 
-def test_decode(vut, flags, hunt, request):
+def test_decode(vut, flags, hunt, request, fast):
     remove_special, unparse_special = flags
     h = hunt("decode", flags_label(*flags),
              lambda ids: vut.check_decode(ids, remove_special, unparse_special),
@@ -42,6 +44,17 @@ def test_decode(vut, flags, hunt, request):
     for ids in load_replay(request.node.nodeid):
         if isinstance(ids, tuple):
             h.case(ids)
+
+    count, seconds, rng = fast
+    pool = fragment_pool(run_seed())
+    inputs = (vut.decode_input(materialise(r, vut.texts), rng.choice(SOURCES), rng.randrange(2**16),
+                               [rng.randrange(2**31) for _ in range(rng.randint(1, 12))])
+              for r in random_recipes(pool, rng))
+    run_phase(h, inputs, lambda batch: vut.port_many("decode", batch, remove_special=remove_special,
+                                                     unparse_special=unparse_special),
+              lambda ids, got: bytes(got) == vut.reference.decode(ids, remove_special=remove_special,
+                                                                  unparse_special=unparse_special),
+              count=count, seconds=seconds)
 
     @given(recipe=recipes(max_repeat=20), source=st.sampled_from(SOURCES), cut=st.integers(0, 2**16),
            rand=st.lists(st.integers(0, 2**31 - 1), min_size=1, max_size=12))

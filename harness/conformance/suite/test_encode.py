@@ -1,9 +1,15 @@
-"""Generated encode: Hypothesis text, the port's ids vs llama.cpp's in process.
+"""Generated encode: the port's ids vs llama.cpp's in process, on mixed-script text.
 
-Per vocab and (add_special, parse_special) combination, the whole example budget
-runs whatever is found: every distinct divergence (see
-``VocabUnderTest.signature``) is kept, shrunk to a minimal text and reported.
-Texts that diverged in earlier runs (``.hypothesis/conformance/``) run first.
+Per vocab and (add_special, parse_special) combination, two phases, each running its
+whole budget whatever it finds:
+
+1. the fast random phase (harness/conformance/fastphase.py): texts built from a pool
+   of the same named families, sent to the port in batches;
+2. Hypothesis, which explores by its own mutations.
+
+Every distinct divergence (see ``VocabUnderTest.signature``) is kept, shrunk to a
+minimal text and reported. Texts that diverged in earlier runs
+(``.hypothesis/conformance/``) run first.
 """
 
 from __future__ import annotations
@@ -11,15 +17,15 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 
-from harness.conformance.hunt import load_replay, shrink_text
+from harness.conformance.fastphase import fragment_pool, random_recipes, run_phase, run_seed
+from harness.conformance.hunt import flags_label, load_replay, shrink_text
 from harness.conformance.strategies import materialise, recipes
-from harness.conformance.hunt import flags_label
 
 # On a failure Hypothesis describes the strategy; its alphabets are long character lists.
 pytestmark = pytest.mark.filterwarnings("ignore:Generating overly large repr")
 
 
-def test_encode(vut, flags, hunt, request):
+def test_encode(vut, flags, hunt, request, fast):
     add_special, parse_special = flags
     h = hunt("encode", flags_label(*flags),
              lambda text: vut.check_encode(text, add_special, parse_special),
@@ -32,6 +38,14 @@ def test_encode(vut, flags, hunt, request):
     for text in load_replay(request.node.nodeid):
         if isinstance(text, str):
             h.case(text)
+
+    count, seconds, rng = fast
+    texts = (materialise(r, vut.texts) for r in random_recipes(fragment_pool(run_seed()), rng))
+    run_phase(h, texts, lambda batch: vut.port_many("encode", batch, add_special=add_special,
+                                                    parse_special=parse_special),
+              lambda text, ids: list(ids) == vut.reference.encode(text, add_special=add_special,
+                                                                  parse_special=parse_special),
+              count=count, seconds=seconds)
 
     @given(recipe=recipes())
     def explore(recipe):
