@@ -126,4 +126,6 @@ def run_phase(hunt, inputs: Iterator, answers: Callable, agrees: Callable, *,
                 hunt.passed_case()
             else:
                 hunt.case(x)
+    if hunt.down and deadline is None:
+        hunt.tally.not_checked += count - used  # the rest of the budget never ran
     return used

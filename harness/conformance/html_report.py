@@ -37,7 +37,7 @@ tr.div td{background:#fdd;font-weight:bold}tr.after td{color:#888}
 .toks{font-family:monospace;font-size:15px;line-height:2.2em;margin:.3em 0;white-space:pre-wrap}
 .tok{border:1px solid #999;border-radius:3px;padding:1px 0;margin:0 1px}
 .t0{background:#e6f0ff}.t1{background:#fff2d9}.first{background:#f66!important;color:#fff}
-.empty{color:#777;font-size:11px}.lab{display:inline-block;width:6em;color:#555;font-size:12px}
+.empty{color:#777;font-size:11px}.tok{white-space:pre}.lab{display:inline-block;width:6em;color:#555;font-size:12px}
 .finding{border-left:4px solid #c33;padding:.2em 1em;margin:1em 0}.group{margin-top:2em}
 code.repro{background:#f4f4f4;padding:2px 4px}pre{background:#f8f8f8;padding:.5em;white-space:pre-wrap}
 .legend span{padding:1px 6px;margin-right:4px;border:1px solid #bbb}"""
@@ -83,6 +83,20 @@ def _grid(cells: list[Mapping]) -> str:
             f"<table>{head1}</tr>{head2}{''.join(rows)}</table>")
 
 
+_VISIBLE = {" ": "\u00b7", "\n": "\u21b5", "\t": "\u2192", "\r": "\u240d"}
+
+
+def _visible(text: str) -> str:
+    """Text drawn so that every character shows: a space as a middle dot, a newline as
+    an arrow, other spaces and controls escaped (``\\u00a0``).
+
+    >>> _visible(" a\\xa0\\n")
+    '·a\\\\u00a0↵'
+    """
+    from harness.conformance.report import render_char
+    return "".join(_VISIBLE.get(c) or render_char(c) for c in text)
+
+
 def _spans(f: Finding, side: int) -> str:
     """One side's tokens as spans over the text's own characters."""
     data = f.text.encode("utf-8", "surrogatepass")
@@ -96,7 +110,7 @@ def _spans(f: Finding, side: int) -> str:
         cls = "first" if k == d.index else f"t{k % 2}"
         piece = own.get(id) if isinstance(id, int) else None
         title = f"#{k} id {id}" + (f" {render_token(piece)}" if piece is not None else "")
-        body = data[start:end].decode("utf-8", "backslashreplace")
+        body = _visible(data[start:end].decode("utf-8", "backslashreplace"))
         if body:
             out.append(f"<span class='tok {cls}' title='{e(title)}'>{e(body)}</span>")
         else:
