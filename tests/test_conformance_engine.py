@@ -569,3 +569,51 @@ def test_an_empty_profile_variable_means_the_default(monkeypatch):
             register_profiles()
     finally:
         hsettings.load_profile(current)
+
+
+# --- the fast random phase ----------------------------------------------------------------------
+def test_fast_phase_texts_repeat_exactly_for_a_seed_and_differ_for_another():
+    import random
+
+    from harness.conformance.fastphase import fragment_pool, random_recipes
+    vt = strategies.VocabTexts(("he", "llo", "wor"), ("<s>", "</s>"))
+
+    def texts(seed, n=300):
+        recipes = random_recipes(fragment_pool.__wrapped__(seed), random.Random(f"{seed}:t"))
+        return [strategies.materialise(next(recipes), vt) for _ in range(n)]
+
+    first = texts(0)
+    assert first == texts(0)
+    assert first != texts(1)
+    assert len(set(first)) > 250  # cheap, but not a handful of texts over and over
+
+
+def test_fast_phase_counts_passes_and_hands_divergences_to_the_hunt():
+    from harness.conformance.fastphase import run_phase
+    from harness.conformance.hunt import Hunt
+    from harness.errors import PortUnsupported
+    seen = []
+
+    def run(text):
+        seen.append(text)
+        return _finding(text=text) if "x" in text else None
+
+    h = Hunt("encode", "plain", run, vocab="v", signature=lambda f: "x")
+    inputs = iter(["a", "xa", "b", "u", "xb"] * 100)
+    answers = lambda batch: [PortUnsupported("no") if t == "u" else t for t in batch]
+    used = run_phase(h, inputs, answers, lambda t, got: "x" not in t, count=500, seconds=None)
+    assert used == 500 and h.tally.cases == 400 and h.tally.unsupported == 100  # 200 agree, 200 diverge
+    assert h.tally.divergent == 200 and seen == ["xa", "xb"] * 100  # only divergent texts go through run
+    tally = h._settle()
+    assert [f.text for f in tally.findings] == ["xa"] and tally.findings[0].cases == 200
+
+
+def test_budget_is_a_time_and_bad_ones_say_the_fix(monkeypatch):
+    from harness.conformance.fastphase import parse_budget, time_share
+    from harness.errors import HarnessError
+    assert parse_budget("5m") == 300
+    with pytest.raises(HarnessError, match="such as 300, 90s, 5m"):
+        parse_budget("five minutes")
+    monkeypatch.setenv("BUDGET", "2m")
+    monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "2")
+    assert time_share(n_tests=10) == pytest.approx(120 * 2 * 0.6 / 10)
