@@ -2,7 +2,7 @@
 #   make conformance   the main job: every pinned vocab, port vs llama.cpp, in parallel
 #   make test          the harness's own tests (fetches and builds the reference first)
 # Options: PORT="cmd --vocab {vocab}"  VOCABS="qwen2 llama-spm"  SOURCE=sdist|github|dir  LLAMA_CPP_DIR=...
-#          HYPOTHESIS_PROFILE=ci|conformance|thorough  JOBS=auto  KNOWN_EXAMPLES=0 (generation alone)
+#          HYPOTHESIS_PROFILE=ci|conformance|thorough  BUDGET=5m  CONFORMANCE_SEED=0  JOBS=auto  KNOWN_EXAMPLES=0
 
 PYTHON ?= python3
 VENV   := .venv
@@ -12,7 +12,7 @@ JOBS   ?= auto
 SOURCE ?=
 SOURCE_FLAG := $(if $(SOURCE),--source $(SOURCE),)
 
-export LLAMA_CPP_DIR PORT VOCABS HYPOTHESIS_PROFILE KNOWN_EXAMPLES
+export LLAMA_CPP_DIR PORT VOCABS HYPOTHESIS_PROFILE KNOWN_EXAMPLES BUDGET CONFORMANCE_SEED
 
 .PHONY: all fetch reference test test-slow conformance sweep bench scoreboard pin verify clean help
 
