@@ -54,7 +54,7 @@ class Meter:
         self.label, self.stream, self.estimate_s, self.step = label, stream or sys.stderr, estimate_s, step
         self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
         self.started = time.monotonic()
-        self.shown = -1  # last percentage printed (non-terminal)
+        self.shown = 0  # last percentage printed (non-terminal)
         self.drawn = 0.0  # last redraw time (terminal)
 
     def text(self, pct: int) -> str:
