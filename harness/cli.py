@@ -52,7 +52,7 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _run_parser(sub)
     for name, (_module, _prefix, helptext) in DELEGATES.items():
-        d = sub.add_parser(name, help=helptext, add_help=False,
+        d = sub.add_parser(name, help=helptext, add_help=False, allow_abbrev=False,
                            description=f"{helptext}; `llama-conformance {name} --help` lists its options")
         d.add_argument("--pin", default=None, help="llama.cpp commit or pin name (sets $PIN)")
     return p

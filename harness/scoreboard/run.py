@@ -116,10 +116,10 @@ def run_suite(command: str, vocabs: list[str], out_dir: Path, *, jobs: str, prof
     env = dict(os.environ, PORT=command, VOCABS=" ".join(vocabs), HYPOTHESIS_PROFILE=profile,
                LLAMA_CONFORMANCE_REQUIRE_REFERENCE="1", PORT_TIMEOUT=str(timeout))
     argv = [sys.executable, "-m", "pytest", "-q", "-n", jobs, "-p", "harness.conformance.plugin",
-            "harness/conformance/suite", f"--conformance-reports={out_dir}",
+            "--pyargs", "harness.conformance.suite", f"--conformance-reports={out_dir}",
             f"--junitxml={out_dir / 'junit.xml'}"]
-    from reference.paths import REPO_ROOT  # harness/conformance/suite is found from the repo root
-    proc = subprocess.run(argv, env=env, capture_output=True, text=True, cwd=REPO_ROOT)
+    # The suite is imported from the installed package, so this runs outside a checkout too.
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True)
     (out_dir / "pytest.log").write_text(proc.stdout + proc.stderr, encoding="utf-8")
     return proc.returncode, (proc.stdout + proc.stderr)[-3000:]
 
