@@ -104,7 +104,15 @@ def llama_reference():
 def pytest_pycollect_makeitem(collector, name, obj):
     if not (inspect.isfunction(obj) and isinstance(obj.__dict__.get("__llama_conformance__"), Spec)):
         return None
-    return pytest.Class.from_parent(collector, name=name, obj=_test_class(obj, obj.__llama_conformance__))
+    return _ConformanceClass.from_parent(collector, name=name)
+
+
+class _ConformanceClass(pytest.Class):
+    """The tests of one ``@conformance`` function, collected under the function's name."""
+
+    def _getobj(self):
+        fn = getattr(self.parent.obj, self.name)
+        return _test_class(fn, fn.__llama_conformance__)
 
 
 def _vocab_id(vocab: str) -> str:
@@ -174,6 +182,7 @@ def _test_class(fn, spec: Spec) -> type:
 
     @pytest.mark.parametrize("vocab", vocabs)
     def test_differential(self, vocab, flags, llama_reference, request):
+        __tracebackhide__ = True  # the finding's diff is the message
         _differential(fn, spec, _vocab_under_test(fn, vocab, llama_reference), flags, _recorder(request, vocab))
 
     methods = {"test_differential": pytest.mark.parametrize("flags", flags)(test_differential)}
@@ -181,6 +190,7 @@ def _test_class(fn, spec: Spec) -> type:
     if golden:
         @pytest.mark.parametrize("vocab", golden)
         def test_golden(self, vocab, llama_reference, request):
+            __tracebackhide__ = True  # the finding's diff is the message
             _golden(_vocab_under_test(fn, vocab, llama_reference), _recorder(request, vocab))
 
         methods = {"test_golden": test_golden, **methods}
@@ -189,6 +199,7 @@ def _test_class(fn, spec: Spec) -> type:
 
 def _golden(vut, rec: _Recorder) -> None:
     """Every .inp/.out case of the pin (made with add_special=False, parse_special=False)."""
+    __tracebackhide__ = True  # the finding's diff is the message
     from harness.conformance.checks import EncodeDivergence
     from reference.vocabs import golden_cases
 
@@ -205,6 +216,7 @@ def _golden(vut, rec: _Recorder) -> None:
 
 def _differential(fn, spec: Spec, vut, flags, rec: _Recorder) -> None:
     """Hypothesis text (the suite's recipes, known breakages first), port vs llama.cpp in process."""
+    __tracebackhide__ = True  # the finding's diff is the message
     from hypothesis import HealthCheck, example, given, settings
 
     from harness.conformance.checks import EncodeDivergence
