@@ -20,7 +20,6 @@ import harness.gguf  # noqa: F401
 import harness.pretypes  # noqa: F401
 import reference.build  # noqa: F401
 import harness.conformance.plugin  # noqa: F401
-import harness.conformance.suite.test_differential  # noqa: F401
 import reference.inproc  # noqa: F401
 import reference.vocabs  # noqa: F401
 from reference.paths import cache_dir
@@ -115,3 +114,10 @@ def test_an_injected_bug_is_found_shrunk_and_reported(pytester, monkeypatch):
     assert checks == {"golden", "encode"}, checks
     shortest = min(len(d["text"]) for d in report["divergences"] if d["check"] == "encode")
     assert shortest <= 2, report["divergences"]
+
+
+def test_known_texts_are_the_suites():
+    from harness.pytest_plugin import _known_texts
+
+    texts = _known_texts()
+    assert "->" in texts and " Việt" in texts and len(texts) >= 20

@@ -7,7 +7,8 @@ Prints the same block the conformance suite reports, for encode and for the
 port's decode of the reference's ids; exits 1 if either diverges, 0 if not,
 2 on a usage or port error.
 
->>> main(["--help"])  # doctest: +SKIP
+>>> parse_args(["--vocab", "qwen2", "--text", "a b", "--parse-special"]).parse_special
+True
 """
 
 from __future__ import annotations
