@@ -4,6 +4,10 @@ The .out files were made with add_special=False, parse_special=False
 (tests/test-tokenizer-0.cpp). The CLI can only express add_special as
 ``add_bos(vocab) and not --no-bos`` (tools/tokenize/tokenize.cpp), so the
 agreement test asks the in-process side for exactly that.
+
+Each llama-tokenize call loads the vocab again (up to a second), so ``make test`` runs
+one call per vocab and flag combination (every .inp text joined into one text), and
+``make test-slow`` runs every .inp text on its own.
 """
 
 from __future__ import annotations
