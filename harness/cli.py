@@ -102,6 +102,8 @@ def pytest_argv(args: argparse.Namespace) -> list[str]:
     argv = ["--pyargs", "harness.conformance.suite", "-p", "harness.conformance.plugin",
             "-p", "no:cacheprovider", "-c", os.devnull, "--rootdir", os.getcwd(),
             "-n", str(args.jobs), "--dist", "loadgroup",
+            # harness and reference are imported before pytest starts (fetch, build): nothing to rewrite.
+            "-W", "ignore::pytest.PytestAssertRewriteWarning",
             f"--conformance-reports={report_dir}", f"--junitxml={os.path.join(report_dir, 'conformance-junit.xml')}"]
     if args.seed is not None:
         argv.append(f"--hypothesis-seed={args.seed}")
