@@ -78,10 +78,11 @@ pin: $(STAMP)
 	@test -n "$(REF)" || (echo "usage: make pin REF=<40-hex commit> SOURCE=github|dir [LLAMA_CPP_DIR=...]"; exit 2)
 	$(CLI) pin $(REF) --source $(or $(SOURCE),github)
 
-# Wheel and sdist with PEP 517 hooks of setuptools (no extra build tool); the suite ships inside.
+# sdist with setuptools' PEP 517 hook, wheel with pip (no extra build tool); the suite ships inside.
 dist: $(STAMP)
 	rm -rf dist
-	$(PY) -c "from setuptools import build_meta as b; b.build_sdist('dist'); b.build_wheel('dist')"
+	$(PY) -c "from setuptools import build_meta as b; b.build_sdist('dist')"
+	$(PY) -m pip wheel --quiet --disable-pip-version-check --no-deps -w dist .
 	@ls -1 dist
 
 clean:
