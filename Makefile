@@ -43,7 +43,7 @@ reference: fetch
 test: reference
 	LLAMA_CONFORMANCE_REQUIRE_REFERENCE=1 HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} \
 	  $(PY) -m pytest -n $(JOBS) -m "not slow" tests examples/toyport/tests \
-	  --doctest-modules harness reference --ignore=harness/conformance/suite
+	  --doctest-modules harness reference tools --ignore=harness/conformance/suite
 
 # The long checks: every token piece re-encoded, 1 MB texts, every pre string, every .inp text
 # through llama-tokenize one process at a time (about 25 minutes).
