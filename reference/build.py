@@ -133,13 +133,13 @@ def build(source_dir: Path, *, pinned_tree: bool = True, jobs: int | None = None
     compile_cmd = ["cmake", "--build", str(arts.build_dir), "-j", str(jobs), "--target", *TARGETS]
     last = progress.last_duration(_last_build_file())
     print(f"reference: building llama.cpp {lock.commit[:12]} in {arts.build_dir} ("
-          + (f"the last build took {last / 60:.1f} minutes" if last else "about 5-10 minutes on 2 cores")
+          + (f"the last build took {last / 60:.1f} minutes" if last is not None else "about 5-10 minutes on 2 cores")
           + f"; log: {log})", file=sys.stderr)
     started = time.monotonic()
+    meter = progress.Meter("reference: build", estimate_s=last)  # its clock counts from here, as `last` did
     with open(log, "w") as fh:
         for cmd in (configure, compile_cmd, _shim_command(source_dir, arts)):
-            meter = progress.Meter("reference: build", estimate_s=last) if cmd is compile_cmd else None
-            _run_logged(cmd, fh, log, meter)
+            _run_logged(cmd, fh, log, meter if cmd is compile_cmd else None)
     seconds = time.monotonic() - started
     stamp.write_text(json.dumps({"commit": lock.commit, "options": CMAKE_OPTIONS,
                                  "source": str(source_dir), "seconds": round(seconds, 1)}, indent=2))

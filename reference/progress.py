@@ -60,7 +60,7 @@ class Meter:
     def text(self, pct: int) -> str:
         elapsed = time.monotonic() - self.started
         line = f"{self.label}: {pct}%"
-        if self.estimate_s:
+        if self.estimate_s is not None:
             line += f" ({_clock(elapsed)} elapsed, about {_clock(self.estimate_s - elapsed)} left by the last build)"
         return line
 

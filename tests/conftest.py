@@ -34,16 +34,25 @@ def cli():
     return lambda name: require(lambda: CliReference(vocab_path(name)))
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):
+def _skip_is_failure(report) -> None:
     """Under LLAMA_CONFORMANCE_REQUIRE_REFERENCE=1 (make test), a skip is a failure naming its reason."""
-    outcome = yield
-    report = outcome.get_result()
     if not report.skipped or hasattr(report, "wasxfail") or os.environ.get("LLAMA_CONFORMANCE_REQUIRE_REFERENCE") != "1":
         return
     reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
     report.outcome = "failed"
-    report.longrepr = (f"skipped under LLAMA_CONFORMANCE_REQUIRE_REFERENCE=1, where nothing may skip: {reason}")
+    report.longrepr = f"skipped under LLAMA_CONFORMANCE_REQUIRE_REFERENCE=1, where nothing may skip: {reason}"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    _skip_is_failure(outcome.get_result())
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector):
+    outcome = yield  # a whole module skipped at import (pytest.importorskip, skip(allow_module_level))
+    _skip_is_failure(outcome.get_result())
 
 
 def pytest_collection_modifyitems(config, items):

@@ -38,3 +38,38 @@ def test_bytes_without_a_known_size_print_every_10_mb():
     for done in range(0, 25_000_001, 1_000_000):
         m.bytes(done)
     assert out.getvalue().splitlines() == ["x: 10.0 MB", "x: 20.0 MB"]
+
+
+def test_build_shows_percentages_and_records_its_duration(tmp_path, monkeypatch, capsys):
+    """reference.build with stand-in cmake and c++ (printing CMake's progress lines)."""
+    import os
+    import textwrap
+
+    from reference import build
+
+    bindir = tmp_path / "fakebin"
+    bindir.mkdir()
+    (bindir / "cmake").write_text(textwrap.dedent("""\
+        #!/bin/sh
+        if [ "$1" = "--build" ]; then
+          for p in 10 40 70 100; do echo "[ $p%] Building CXX object f$p.o"; done
+          mkdir -p "$2/bin" && touch "$2/bin/llama-tokenize" "$2/bin/libllama.so"
+        fi
+        """))
+    (bindir / "c++").write_text('#!/bin/sh\nfor a; do case "$prev" in -o) touch "$a";; esac; prev="$a"; done\n'
+                                'echo "c++ (fake) 1.0"\n')
+    for f in bindir.iterdir():
+        f.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("LLAMA_CONFORMANCE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("LLAMA_CONFORMANCE_BUILD", raising=False)
+    arts = build.build(tmp_path / "src")
+    err = capsys.readouterr().err
+    assert [line.split()[2] for line in err.splitlines() if line.startswith("reference: build:")] == \
+        ["10%", "40%", "70%", "100%"]
+    assert "Building CXX object f40.o" in (arts.build_dir / "build.log").read_text()
+    assert progress.last_duration(tmp_path / "cache" / "build" / "last-build.json") is not None
+    # The next build (another key) quotes the last one's duration.
+    monkeypatch.setattr(build, "CMAKE_OPTIONS", build.CMAKE_OPTIONS + (("X", "1"),))
+    build.build(tmp_path / "src")
+    assert "the last build took" in capsys.readouterr().err
