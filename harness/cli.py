@@ -92,15 +92,14 @@ def _env_list(name: str) -> list[str] | None:
 
 
 def pytest_argv(args: argparse.Namespace) -> list[str]:
-    """The pytest command line ``run`` uses; the suite is imported from this package, not a checkout.
+    """The pytest command line ``run`` uses; the suite comes from this package, not a checkout.
 
     >>> a = parser().parse_args(["run", "--jobs", "2", "--report-dir", "out", "--seed", "7"])
     >>> " ".join(pytest_argv(a))  # doctest: +ELLIPSIS
-    '--pyargs harness.conformance.suite -p harness.conformance.plugin -p no:cacheprovider -c ... -n 2 ...'
+    '.../harness/conformance/suite -c ... -p harness.conformance.plugin -p no:cacheprovider -n 2 ...'
     """
     report_dir = args.report_dir
-    argv = ["--pyargs", "harness.conformance.suite", "-p", "harness.conformance.plugin",
-            "-p", "no:cacheprovider", "-c", os.devnull, "--rootdir", os.getcwd(),
+    argv = [*suite_args(), "-p", "harness.conformance.plugin", "-p", "no:cacheprovider",
             "-n", str(args.jobs), "--dist", "loadgroup",
             # harness and reference are imported before pytest starts (fetch, build): nothing to rewrite.
             "-W", "ignore::pytest.PytestAssertRewriteWarning",
@@ -108,6 +107,16 @@ def pytest_argv(args: argparse.Namespace) -> list[str]:
     if args.seed is not None:
         argv.append(f"--hypothesis-seed={args.seed}")
     return argv + list(args.pytest_args)
+
+
+def suite_args() -> list[str]:
+    """pytest arguments selecting the suite shipped in this package, by its installed path, rooted
+    there, with no ini file: a conftest.py or pytest.ini of the working directory (a port's
+    repository) must not change the run."""
+    import harness.conformance.suite
+
+    suite = os.path.dirname(harness.conformance.suite.__file__)
+    return [suite, "-c", os.devnull, "--rootdir", suite, "--confcutdir", suite]
 
 
 def run_env(args: argparse.Namespace) -> dict[str, str]:

@@ -75,6 +75,9 @@ def _run(tmp_path, *args, env_extra=None):
 def test_run_exit_codes_end_to_end(tmp_path):
     from reference.build import artifacts
     require(artifacts)
+    # A port's repository may have its own pytest set-up; the run must not pick it up.
+    (tmp_path / "conftest.py").write_text("raise SystemExit('the working directory conftest.py was loaded')\n")
+    (tmp_path / "pytest.ini").write_text("[pytest]\naddopts = --no-such-option\n")
     sel = ["--", "-k", "test_golden"]  # the quickest test that opens the port
     code, out = _run(tmp_path, "--port", "llama.cpp", "--vocabs", "qwen2", *sel)
     assert code == 0, out[-3000:]
