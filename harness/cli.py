@@ -98,7 +98,7 @@ def pytest_argv(args: argparse.Namespace) -> list[str]:
     >>> " ".join(pytest_argv(a))  # doctest: +ELLIPSIS
     '.../harness/conformance/suite -c ... -p harness.conformance.plugin -p no:cacheprovider -n 2 ...'
     """
-    report_dir = args.report_dir
+    report_dir = os.path.abspath(args.report_dir)
     argv = [*suite_args(), "-p", "harness.conformance.plugin", "-p", "no:cacheprovider",
             "-n", str(args.jobs), "--dist", "loadgroup",
             # harness and reference are imported before pytest starts (fetch, build): nothing to rewrite.
