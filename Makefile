@@ -1,54 +1,58 @@
 # llama.cpp tokenizer conformance harness.
 #   make conformance   the main job: every pinned vocab, port vs llama.cpp, in parallel
 #   make test          the harness's own tests (fetches and builds the reference first)
+#   make dist          wheel + sdist in dist/ (pip install gives the llama-conformance command)
 # Options: PORT="cmd --vocab {vocab}"  VOCABS="qwen2 llama-spm"  SOURCE=sdist|github|dir  LLAMA_CPP_DIR=...
-#          HYPOTHESIS_PROFILE=ci|conformance|thorough  BUDGET=5m  CONFORMANCE_SEED=0  JOBS=auto  KNOWN_EXAMPLES=0
+#          HYPOTHESIS_PROFILE=ci|conformance|thorough  BUDGET=5m  CONFORMANCE_SEED=0  JOBS=auto
+#          KNOWN_EXAMPLES=0 (generation alone)  PIN=...
+# The targets call `llama-conformance` (harness/cli.py), the command `pip install` gives.
 
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+CLI    := $(VENV)/bin/llama-conformance
 JOBS   ?= auto
 SOURCE ?=
 SOURCE_FLAG := $(if $(SOURCE),--source $(SOURCE),)
 
-export LLAMA_CPP_DIR PORT VOCABS HYPOTHESIS_PROFILE KNOWN_EXAMPLES BUDGET CONFORMANCE_SEED
+export LLAMA_CPP_DIR PORT VOCABS HYPOTHESIS_PROFILE KNOWN_EXAMPLES BUDGET CONFORMANCE_SEED PIN
 
-.PHONY: all fetch reference test test-slow conformance sweep bench scoreboard pin verify clean help
+.PHONY: all fetch reference test test-slow conformance sweep bench scoreboard pin verify dist clean help
 
 all: test
 
 help:
-	@sed -n '1,8p' Makefile
+	@sed -n '1,10p' Makefile
 
 # The venv is created and the project installed on first use; reinstalled when pyproject changes.
-$(STAMP): pyproject.toml
+# examples/toyport (a port checked through the pytest plugin) is installed too: make test runs its tests.
+$(STAMP): pyproject.toml examples/toyport/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e .
+	$(PY) -m pip install --quiet --disable-pip-version-check -e . -e examples/toyport
 	touch $@
 
 fetch: $(STAMP)
-	$(PY) -m reference fetch $(SOURCE_FLAG)
+	$(CLI) fetch $(SOURCE_FLAG)
 
 verify: $(STAMP)
 	$(PY) -m reference verify
 
 reference: fetch
-	$(PY) -m reference build $(SOURCE_FLAG)
+	$(CLI) build $(SOURCE_FLAG)
 
 test: reference
 	LLAMA_CONFORMANCE_REQUIRE_REFERENCE=1 HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} \
-	  $(PY) -m pytest -n $(JOBS) -m "not slow" tests
+	  $(PY) -m pytest -n $(JOBS) -m "not slow" tests examples/toyport/tests \
+	  --doctest-modules harness reference tools --ignore=harness/conformance/suite
 
-# The long checks: every token piece re-encoded, 1 MB texts, every pre string (about 15 minutes).
+# The long checks: every token piece re-encoded, 1 MB texts, every pre string, every .inp text
+# through llama-tokenize one process at a time (about 25 minutes).
 test-slow: reference
 	LLAMA_CONFORMANCE_REQUIRE_REFERENCE=1 $(PY) -m pytest -n $(JOBS) -m slow tests
 
 conformance: reference
-	mkdir -p reports
-	LLAMA_CONFORMANCE_REQUIRE_REFERENCE=1 HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-conformance} \
-	  $(PY) -m pytest -n $(JOBS) --dist loadgroup -p harness.conformance.plugin harness/conformance/suite \
-	  --junitxml=reports/conformance-junit.xml
+	$(CLI) run --no-fetch --jobs $(JOBS) --report-dir reports
 
 sweep: reference
 	$(PY) tools/sweep.py --via session $(VOCABS)
@@ -61,7 +65,7 @@ $(VENV)/.bench: $(STAMP)
 bench: reference $(VENV)/.bench
 	$(MAKE) --no-print-directory conformance \
 	  || echo "bench: make conformance failed (see above); its throughput is reported all the same"
-	$(PY) -m harness bench
+	$(CLI) bench
 
 # The ports extra compiles llama-cpp-python (about 10 minutes on 2 cores, once).
 $(VENV)/.ports: $(STAMP)
@@ -69,11 +73,18 @@ $(VENV)/.ports: $(STAMP)
 	touch $@
 
 scoreboard: reference $(VENV)/.ports
-	$(PY) -m harness.scoreboard --out reports --jobs $(JOBS)
+	$(CLI) scoreboard --out reports --jobs $(JOBS)
 
 pin: $(STAMP)
 	@test -n "$(REF)" || (echo "usage: make pin REF=<40-hex commit> SOURCE=github|dir [LLAMA_CPP_DIR=...]"; exit 2)
-	$(PY) -m reference pin $(REF) --source $(or $(SOURCE),github)
+	$(CLI) pin $(REF) --source $(or $(SOURCE),github)
+
+# sdist with setuptools' PEP 517 hook, wheel with pip (no extra build tool); the suite ships inside.
+dist: $(STAMP)
+	rm -rf dist
+	$(PY) -c "from setuptools import build_meta as b; b.build_sdist('dist')"
+	$(PY) -m pip wheel --quiet --disable-pip-version-check --no-deps -w dist .
+	@ls -1 dist
 
 clean:
-	rm -rf reports .pytest_cache .hypothesis
+	rm -rf reports .pytest_cache .hypothesis dist

@@ -11,7 +11,7 @@ algorithm: pieces come from token texts and attributes alone.
 >>> tok.encode("Hello<s>world", parse_special=True)                      # doctest: +SKIP
 [15043, 1, 3186]
 >>> tok.decode([1, 15043], remove_special=True)                          # doctest: +SKIP
-b'Hello'
+b' Hello'
 """
 
 from __future__ import annotations

@@ -17,12 +17,14 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import HarnessError, ReferenceUnavailable
 
 from . import lock as _lock
+from . import progress
 from .paths import cache_dir
 
 CMAKE_OPTIONS = (
@@ -129,14 +131,20 @@ def build(source_dir: Path, *, pinned_tree: bool = True, jobs: int | None = None
     configure = ["cmake", "-S", str(source_dir), "-B", str(arts.build_dir)]
     configure += [f"-D{k}={v}" for k, v in CMAKE_OPTIONS]
     compile_cmd = ["cmake", "--build", str(arts.build_dir), "-j", str(jobs), "--target", *TARGETS]
-    print(f"reference: building llama.cpp {lock.commit[:12]} in {arts.build_dir} "
-          f"(about 5-10 minutes on 2 cores; log: {log})", file=sys.stderr)
+    last = progress.last_duration(_last_build_file())
+    print(f"reference: building llama.cpp {lock.commit[:12]} in {arts.build_dir} ("
+          + (f"the last build took {last / 60:.1f} minutes" if last is not None else "about 5-10 minutes on 2 cores")
+          + f"; log: {log})", file=sys.stderr)
+    started = time.monotonic()
+    meter = progress.Meter("reference: build", estimate_s=last)  # its clock counts from here, as `last` did
     with open(log, "w") as fh:
         for cmd in (configure, compile_cmd, _shim_command(source_dir, arts)):
-            _run_logged(cmd, fh, log)
+            _run_logged(cmd, fh, log, meter if cmd is compile_cmd else None)
+    seconds = time.monotonic() - started
     stamp.write_text(json.dumps({"commit": lock.commit, "options": CMAKE_OPTIONS,
-                                 "source": str(source_dir)}, indent=2))
-    print(f"reference: built {arts.llama_tokenize}", file=sys.stderr)
+                                 "source": str(source_dir), "seconds": round(seconds, 1)}, indent=2))
+    progress.record_duration(_last_build_file(), seconds)
+    print(f"reference: built {arts.llama_tokenize} in {seconds / 60:.1f} minutes", file=sys.stderr)
     return arts
 
 
@@ -148,13 +156,18 @@ def _shim_command(source_dir: Path, arts: Artifacts) -> list[str]:
             "-L", str(arts.libllama.parent), "-lllama", f"-Wl,-rpath,{arts.libllama.parent}"]
 
 
-def _run_logged(cmd: list[str], fh, log: Path) -> None:
+def _last_build_file() -> Path:
+    # Any pin's last build: the estimate for the next one (same machine, same options).
+    return cache_dir() / "build" / "last-build.json"
+
+
+def _run_logged(cmd: list[str], fh, log: Path, meter: progress.Meter | None = None) -> None:
     fh.write(f"$ {' '.join(cmd)}\n")
     fh.flush()
     if shutil.which(cmd[0]) is None:
         raise HarnessError(f"`{cmd[0]}` is not installed; the reference build needs cmake and a C++ "
                            f"compiler (e.g. `apt-get install cmake g++`)")
-    proc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT)
+    proc = subprocess.CompletedProcess(cmd, progress.run_logged(cmd, fh, meter))
     if proc.returncode != 0:
         fh.flush()
         tail = "\n".join(log.read_text(errors="replace").splitlines()[-30:])

@@ -10,6 +10,7 @@ What the CLI can express (tools/tokenize/tokenize.cpp at the pin):
     false never gets add_special=True from the CLI (so no EOS either);
   * parse_special is on unless ``--no-parse-special``.
 
+>>> from reference.vocabs import vocab_path                  # doctest: +SKIP
 >>> CliReference(vocab_path("qwen2")).encode("Hello world")   # doctest: +SKIP
 [9707, 1879]
 """

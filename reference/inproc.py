@@ -5,6 +5,7 @@ libllama is loaded once per process through a tiny compiled shim
 llama.cpp struct layout is copied into Python. Each vocab is loaded once per
 process with ``vocab_only``.
 
+>>> from reference.vocabs import vocab_path                 # doctest: +SKIP
 >>> ref = InProcessReference.load(vocab_path("qwen2"))      # doctest: +SKIP
 >>> ref.encode("Hello world", add_special=False, parse_special=False)  # doctest: +SKIP
 [9707, 1879]

@@ -1,6 +1,8 @@
 """Where the reference's files live.
 
-Vocabs go to ``<repo>/vocabs`` (git-ignored). Downloads, the extracted
+Vocabs go to ``<repo>/vocabs`` (git-ignored) in a checkout, and to
+``<cache>/vocabs`` when the package is installed (``pip install``, the
+``llama-conformance`` command). Downloads, the extracted
 llama.cpp tree and builds go to a per-user cache shared by every clone, so a
 second clone neither re-downloads nor rebuilds:
 
@@ -21,7 +23,12 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 
 def vocabs_dir() -> Path:
     """The directory holding ``ggml-vocab-*.gguf`` and their ``.inp``/``.out`` files."""
-    return Path(os.environ.get("LLAMA_CONFORMANCE_VOCABS", REPO_ROOT / "vocabs"))
+    explicit = os.environ.get("LLAMA_CONFORMANCE_VOCABS")
+    if explicit:
+        return Path(explicit)
+    if (REPO_ROOT / "pyproject.toml").is_file():  # a checkout (or an editable install of one)
+        return REPO_ROOT / "vocabs"
+    return cache_dir() / "vocabs"  # installed: site-packages is no place for data
 
 
 def cache_dir() -> Path:

@@ -27,6 +27,7 @@ from harness.errors import HarnessError, ReferenceUnavailable
 from .integrity import check, file_lock, place_verified, quarantine, sha256_file
 from .lock import Lock, Pinned
 from .paths import cache_dir
+from .progress import ByteMeter
 
 GITHUB_RAW = "https://raw.githubusercontent.com/ggml-org/llama.cpp"
 GITHUB_ARCHIVE = "https://github.com/ggml-org/llama.cpp/archive"
@@ -119,6 +120,7 @@ class SdistSource(Source):
                 raise ReferenceUnavailable(f"`{' '.join(cmd)}` failed (exit {proc.returncode}); check "
                                            f"network access to PyPI.\n{proc.stderr[-2000:]}")
             check(got, pinned, f"pip download {spec}")
+            print(f"fetch: downloaded {got.stat().st_size / 1e6:.1f} MB", file=sys.stderr)
             os.replace(got, target)
 
     def put_many(self, files: list[Pinned], dest: Path) -> None:
@@ -196,25 +198,18 @@ def download(url: str, fh: BinaryIO, expected_size: int = 0, timeout: float = 60
             if resp.status_code != 200:
                 raise ReferenceUnavailable(f"GET {url} answered HTTP {resp.status_code}")
             done = 0
+            # Bytes downloaded, for files of 1 MB or more (in place on a terminal, else every 25 %).
+            meter = ByteMeter(f"  {url.rsplit('/', 1)[-1]}", expected_size, step=25) \
+                if expected_size >= (1 << 20) else None
             for chunk in resp.iter_content(1 << 16):
                 fh.write(chunk)
                 done += len(chunk)
-                _progress(url, done, expected_size)
+                if meter:
+                    meter.bytes(done)
+            if meter:
+                meter.close()
     except requests.RequestException as e:
         raise ReferenceUnavailable(f"GET {url} failed: {e}; check the network or use another SOURCE") from e
-    finally:
-        _progress(url, -1, expected_size)
-
-
-def _progress(url: str, done: int, total: int) -> None:
-    if not sys.stderr.isatty() or total < (1 << 20):
-        return
-    if done < 0:
-        sys.stderr.write("\n")
-        return
-    name = url.rsplit("/", 1)[-1]
-    sys.stderr.write(f"\r  {name}: {done / 1e6:6.1f} / {total / 1e6:.1f} MB")
-    sys.stderr.flush()
 
 
 def make_source(lock: Lock, kind: str | None = None, llama_cpp_dir: str | None = None) -> Source:

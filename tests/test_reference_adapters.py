@@ -4,6 +4,10 @@ The .out files were made with add_special=False, parse_special=False
 (tests/test-tokenizer-0.cpp). The CLI can only express add_special as
 ``add_bos(vocab) and not --no-bos`` (tools/tokenize/tokenize.cpp), so the
 agreement test asks the in-process side for exactly that.
+
+Each llama-tokenize call loads the vocab again (up to a second), so ``make test`` runs
+one call per vocab and flag combination (every .inp text joined into one text), and
+``make test-slow`` runs every .inp text on its own.
 """
 
 from __future__ import annotations
@@ -38,13 +42,32 @@ def _cli_results(ref, jobs):
         return dict(zip(jobs, pool.map(lambda j: ref.encode(*j), jobs)))
 
 
+def _cli_combos(fast, parse_special) -> list[tuple[bool, bool]]:
+    # add_special=True is only expressible through the CLI when the model's add_bos is true.
+    return sorted({(a and fast.add_bos, parse_special) for a in (False, True)})
+
+
+@pytest.mark.parametrize("parse_special", [False, True], ids=["plain", "parse"])
+@pytest.mark.parametrize("name", vocabs.names())
+def test_cli_agrees_with_inproc_on_all_inp_texts_at_once(name, parse_special, inproc, cli):
+    """One llama-tokenize process per vocab and flag combination (make test); every
+    .inp text of the pin, joined, so one vocab load covers them all."""
+    fast, slow = inproc(name), cli(name)
+    text = "\n".join(vocabs.all_inp_texts())
+    for add, parse in _cli_combos(fast, parse_special):
+        got, want = slow.encode(text, add, parse), fast.encode(text, add_special=add, parse_special=parse)
+        assert got == want, (f"{name} add_special={add} parse_special={parse}: llama-tokenize and "
+                             f"in-process differ first at index "
+                             f"{next((i for i, (g, w) in enumerate(zip(got, want)) if g != w), min(len(got), len(want)))}")
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("parse_special", [False, True], ids=["plain", "parse"])
 @pytest.mark.parametrize("name", vocabs.names())
 def test_cli_reproduces_golden_and_agrees_with_inproc(name, parse_special, inproc, cli):
     """One pass of CLI calls per (vocab, parse_special) serves both checks: a call costs a vocab load."""
     fast, slow = inproc(name), cli(name)
-    # add_special=True is only expressible through the CLI when the model's add_bos is true.
-    combos = sorted({(a and fast.add_bos, parse_special) for a in (False, True)})
+    combos = _cli_combos(fast, parse_special)
     jobs = [(t, a, p) for t in vocabs.all_inp_texts() for a, p in combos]
     got = _cli_results(slow, jobs)
     if vocabs.has_golden(name) and not parse_special:

@@ -10,15 +10,13 @@ Two kinds of tests:
 from __future__ import annotations
 
 import ctypes
-import os
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from needs import require
-from harness.errors import UnsupportedPreTokenizer, VocabError
+from harness.errors import HarnessError, UnsupportedPreTokenizer, VocabError
 from harness.gguf import GGUFValueType as T, Keys
 from harness.gguf.writer import write_gguf
 from harness.pretypes import ALL_PRE_TYPES, PRE_FLAGS, PRE_NAMES, UNSELECTED_PRE_TYPES
@@ -26,9 +24,6 @@ from harness.vocab import (BYTE, CONTROL, LSTRIP, NORMAL, RSTRIP, UNKNOWN, UNUSE
                            libstdcxx_sort, unordered_map_order)
 
 K = Keys.Tokenizer
-# The pinned llama.cpp tree: $LLAMA_CPP_DIR (as for `make reference`), else the extracted sdist.
-LLAMA_SRC_CANDIDATES = [Path(os.environ["LLAMA_CPP_DIR"]) / "src"] if os.environ.get("LLAMA_CPP_DIR") else []
-LLAMA_SRC_CANDIDATES.append(Path("/tmp/llsrc/llama_cpp_python-0.3.35/vendor/llama.cpp/src"))
 SPECIAL_SLOTS = ("bos", "eos", "eot", "sep", "pad", "mask", "fim_pre", "fim_suf", "fim_mid", "fim_pad",
                  "fim_rep", "fim_sep")
 
@@ -101,11 +96,17 @@ def test_pinned_vocab_matches_libllama(name, inproc):
 # --- the pre-type table against the pinned source -------------------------------------------
 
 def _source(name: str) -> str:
-    for src in LLAMA_SRC_CANDIDATES:
-        if (src / name).is_file():
-            return (src / name).read_text()
-    pytest.skip(f"src/{name} of the pinned llama.cpp tree not found in {LLAMA_SRC_CANDIDATES}: "
-                "set LLAMA_CPP_DIR to a checkout at the pinned commit")
+    """src/<name> of the pinned tree: $LLAMA_CPP_DIR, else the one `make fetch` extracted into the cache."""
+    from reference import lock
+    from reference.build import artifacts
+    from reference.sources import make_source
+
+    require(artifacts)  # built means extracted: tree() then only returns its path (no download)
+    tree = make_source(lock.load()).tree()
+    path = tree / "src" / name
+    if not path.is_file():
+        raise HarnessError(f"{path} is missing from the pinned llama.cpp tree {tree}")
+    return path.read_text(encoding="utf-8")
 
 
 def test_all_pre_types_match_the_enum():

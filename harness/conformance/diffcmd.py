@@ -10,7 +10,8 @@ Prints every check's result for the input, whatever an earlier one found: for a
 text, encode and the port's decode of llama.cpp's ids; for ids, decode (or each
 id's piece). Exits 1 if any diverges, 2 on a usage or port error, 0 if all agree.
 
->>> main(["--help"])  # doctest: +SKIP
+>>> parse_args(["--vocab", "qwen2", "--text", "a b", "--parse-special"]).parse_special
+True
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ from harness.conformance.hunt import _root
 from harness.conformance.report import Finding, LEGEND, merge_cells, summary_table, text_block
 from harness.errors import PortError
 
-_TALLY = "conformance_tally"
+TALLY_KEY = _TALLY = "conformance_tally"  # user_properties key of each test's tally (JSON)
 SCHEMA = 2
 
 

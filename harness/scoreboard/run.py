@@ -112,14 +112,16 @@ def examine(command: str, vocab: str, texts: list[str], timeout: float) -> tuple
 def run_suite(command: str, vocabs: list[str], out_dir: Path, *, jobs: str, profile: str,
               timeout: float) -> tuple[int, str]:
     """Run the conformance suite for one port; (pytest exit code, output tail)."""
+    from harness.cli import suite_args
+
     out_dir.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, PORT=command, VOCABS=" ".join(vocabs), HYPOTHESIS_PROFILE=profile,
                LLAMA_CONFORMANCE_REQUIRE_REFERENCE="1", PORT_TIMEOUT=str(timeout))
     argv = [sys.executable, "-m", "pytest", "-q", "-n", jobs, "-p", "harness.conformance.plugin",
-            "harness/conformance/suite", f"--conformance-reports={out_dir}",
-            f"--junitxml={out_dir / 'junit.xml'}"]
-    from reference.paths import REPO_ROOT  # harness/conformance/suite is found from the repo root
-    proc = subprocess.run(argv, env=env, capture_output=True, text=True, cwd=REPO_ROOT)
+            *suite_args(), f"--conformance-reports={out_dir.resolve()}",
+            f"--junitxml={(out_dir / 'junit.xml').resolve()}"]
+    # The suite comes from the installed package, so this runs outside a checkout too.
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True)
     (out_dir / "pytest.log").write_text(proc.stdout + proc.stderr, encoding="utf-8")
     return proc.returncode, (proc.stdout + proc.stderr)[-3000:]
 

@@ -1,0 +1,129 @@
+"""``llama-conformance``: the installed command, its exit codes, and the CI recipe's command lines."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+import sys
+import textwrap
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+
+from harness import cli
+from needs import require
+
+REPO = Path(__file__).resolve().parent.parent
+SUBCOMMANDS = ("run", "diff", "serve", "fetch", "build", "pin", "bench", "scoreboard")
+
+
+def test_console_script_is_installed():
+    [ep] = [e for e in metadata.entry_points(group="console_scripts") if e.name == "llama-conformance"]
+    assert ep.value == "harness.cli:main"
+
+
+@pytest.mark.parametrize("command", SUBCOMMANDS)
+def test_every_subcommand_has_help(command, capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.main([command, "--help"])
+    assert exc.value.code == 0
+    assert "usage:" in capsys.readouterr().out
+
+
+def test_run_maps_the_environment_the_makefile_exports(monkeypatch):
+    monkeypatch.setenv("PORT", "java -jar p.jar --vocab {vocab}")
+    monkeypatch.setenv("VOCABS", "qwen2, llama-spm")
+    monkeypatch.setenv("HYPOTHESIS_PROFILE", "ci")
+    monkeypatch.setenv("JOBS", "2")
+    monkeypatch.setenv("PIN", "abc")
+    args, _ = cli.parse(["run"])
+    assert cli.run_env(args) == {"PORT": "java -jar p.jar --vocab {vocab}", "VOCABS": "qwen2 llama-spm",
+                                 "HYPOTHESIS_PROFILE": "ci", "PIN": "abc",
+                                 "LLAMA_CONFORMANCE_REQUIRE_REFERENCE": "1"}
+    assert cli.pytest_argv(args)[cli.pytest_argv(args).index("-n") + 1] == "2"
+
+
+def test_run_refuses_unknown_options(capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.parse(["run", "--prot", "x"])
+    assert exc.value.code == 2 and "pytest arguments go after --" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("rc, div, perr, setup, code", [
+    (0, 0, 0, 0, 0), (1, 1, 0, 0, 1), (1, 1, 1, 0, 2), (1, 0, 1, 0, 2), (1, 0, 0, 1, 3),
+    (1, 4, 2, 1, 3), (1, 0, 0, 0, 3), (2, 0, 0, 0, 3), (4, 0, 0, 0, 3), (5, 0, 0, 0, 3),
+])
+def test_exit_code_worst_outcome_wins(rc, div, perr, setup, code):
+    assert cli.exit_code(pytest_rc=rc, divergences=div, port_errors=perr, setup_errors=setup) == code
+
+
+# --- run, end to end, from outside the checkout (the suite comes from the installed package) --
+
+def _run(tmp_path, *args, env_extra=None):
+    import os
+    env = {k: v for k, v in os.environ.items() if k not in ("PORT", "VOCABS", "PIN", "HYPOTHESIS_PROFILE")}
+    env.update(env_extra or {})
+    proc = subprocess.run([sys.executable, "-m", "harness.cli", "run", "--no-fetch", "--jobs", "0",
+                           "--profile", "ci", "--report-dir", str(tmp_path / "r"), *args],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+@pytest.mark.reference
+def test_run_exit_codes_end_to_end(tmp_path):
+    from reference.build import artifacts
+    require(artifacts)
+    # A port's repository may have its own pytest set-up; the run must not pick it up.
+    (tmp_path / "conftest.py").write_text("raise SystemExit('the working directory conftest.py was loaded')\n")
+    (tmp_path / "pytest.ini").write_text("[pytest]\naddopts = --no-such-option\n")
+    sel = ["--", "-k", "test_golden"]  # the quickest test that opens the port
+    code, out = _run(tmp_path, "--port", "llama.cpp", "--vocabs", "qwen2", *sel)
+    assert code == 0, out[-3000:]
+    assert (tmp_path / "r" / "conformance-junit.xml").is_file() and (tmp_path / "r" / "conformance.html").is_file()
+    code, out = _run(tmp_path, "--port", "mutant:bos_qwen2", "--vocabs", "qwen2",
+                     "--", "-k", "test_known and add and not add_parse")
+    assert code == 1, out[-3000:]
+    assert "DIVERGENCE" in out
+    port = f"{shlex.quote(sys.executable)} -c 'import sys; sys.exit(7)' {{vocab}}"
+    code, out = _run(tmp_path, "--port", port, "--vocabs", "qwen2", *sel)
+    assert code == 2, out[-3000:]
+    code, out = _run(tmp_path, "--port", "llama.cpp", "--vocabs", "no-such-vocab", *sel)
+    assert code == 3, out[-3000:]
+    assert "no-such-vocab" in out
+
+
+# --- docs/ci.md: every llama-conformance line the recipes run is one the CLI accepts ---------
+
+def _ci_command_lines() -> list[str]:
+    text = (REPO / "docs" / "ci.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```yaml\n(.*?)```", text, re.S)
+    lines = []
+    for block in blocks:
+        for line in block.splitlines():
+            m = re.search(r"(?:run:|-|^)\s*(llama-conformance\s.*)$", line.strip())
+            if m:
+                lines.append(m.group(1))
+    return lines
+
+
+def test_ci_recipes_have_both_workflows_and_upload_the_reports():
+    text = (REPO / "docs" / "ci.md").read_text(encoding="utf-8")
+    assert "## GitHub Actions" in text and "## GitLab CI" in text
+    assert text.count("conformance-junit.xml") >= 2 and text.count("conformance.html") >= 2
+    assert "actions/cache" in text and "cache:" in text
+
+
+def test_ci_command_lines_parse():
+    lines = _ci_command_lines()
+    commands = {shlex.split(line)[1] for line in lines}
+    assert {"run", "fetch", "build"} <= commands, lines
+    for line in lines:
+        argv = shlex.split(line)[1:]
+        args, rest = cli.parse(argv)
+        if args.command == "run":
+            assert "{vocab}" in args.port, line
+        else:
+            # a delegate: its own parser must accept the rest
+            assert rest == [], (line, rest)
