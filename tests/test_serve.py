@@ -92,3 +92,66 @@ def test_serve_refuses_a_missing_vocab(tmp_path):
 def test_handle_without_a_subprocess():
     assert "bad JSON" in handle(None, "{")["error"]
     assert "unknown op" in handle(None, '{"op": 3}')["error"]
+
+
+# --- hostile input: every line gets exactly one answer, and the server survives ------------------
+def _tiny_vocab(tmp_path) -> Path:
+    from harness.gguf.keys import GGUFValueType as T
+    from harness.gguf.writer import write_gguf
+    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "▁a", "▁b"]
+    path = tmp_path / "tiny.gguf"
+    write_gguf(path, {"general.architecture": (T.STRING, "bert"),
+                      "tokenizer.ggml.model": (T.STRING, "bert"),
+                      "tokenizer.ggml.tokens": (T.ARRAY, tokens, T.STRING),
+                      "tokenizer.ggml.token_type": (T.ARRAY, [3, 2, 3, 3, 1, 1], T.INT32),
+                      "tokenizer.ggml.unknown_token_id": (T.UINT32, 1)})
+    return path
+
+
+def run_raw(vocab: Path, data: bytes, env_extra: dict | None = None) -> tuple[int, list[dict], str]:
+    """The server fed raw bytes, with a strict UTF-8 stdin (PYTHONIOENCODING) unless told otherwise."""
+    import os
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8", **(env_extra or {})}
+    proc = subprocess.run([sys.executable, "-m", "harness", "serve", "--vocab", str(vocab)],
+                          input=data, capture_output=True, timeout=120, cwd=ROOT, env=env)
+    return proc.returncode, [json.loads(x) for x in proc.stdout.splitlines()], proc.stderr.decode()
+
+
+INFO = json.dumps({"op": "info"}).encode()
+
+
+@pytest.mark.parametrize("hostile, words", [
+    (b"[" * 100_000, "nested too deeply"),                     # RecursionError, not ValueError
+    (b'{"op": "encode", "text": "\xff\xfe"}', "not UTF-8"),  # strict stdin used to raise here
+    (b"", "empty request line"),                              # used to get no answer: a hang
+    (b"   \t", "empty request line"),
+    (b'{"op": "encode", "text": "\\ud800"}', "lone surrogate"),
+    (b"\x00\x01\x02", "bad JSON"),
+])
+def test_serve_answers_a_hostile_line_once_and_keeps_serving(tmp_path, hostile, words):
+    code, out, err = run_raw(_tiny_vocab(tmp_path), INFO + b"\n" + hostile + b"\n" + INFO + b"\n")
+    assert code == 0, err
+    assert len(out) == 3 and out[0] == out[2] and out[0]["vocab_type"] == "wpm", out
+    assert set(out[1]) == {"error"} and words in out[1]["error"], out[1]
+
+
+def test_serve_answers_the_last_line_without_a_newline(tmp_path):
+    code, out, err = run_raw(_tiny_vocab(tmp_path), INFO + b"\n" + INFO)
+    assert code == 0 and len(out) == 2, err
+
+
+def test_serve_refuses_a_line_over_the_limit_without_holding_it(tmp_path):
+    import io
+    from harness.serve import serve
+    stdin = io.BytesIO(INFO + b"\n" + b"x" * 5000 + b"\n" + b"y" * 3 + b"\n" + INFO + b"\n")
+    stdout = io.BytesIO()
+    serve(Tokenizer.from_gguf(_tiny_vocab(tmp_path)), stdin, stdout, limit=1000)
+    out = [json.loads(x) for x in stdout.getvalue().splitlines()]
+    assert len(out) == 4 and out[0] == out[3] and out[0]["vocab_type"] == "wpm"
+    assert "longer than 1000 bytes" in out[1]["error"] and "bad JSON" in out[2]["error"]
+
+
+def test_serve_error_messages_are_bounded(tmp_path):
+    code, out, err = run_raw(_tiny_vocab(tmp_path),
+                             json.dumps({"op": "encode", "text_hex": "z" * 100_000}).encode() + b"\n")
+    assert code == 0 and len(out) == 1 and len(out[0]["error"]) < 2100, err
