@@ -37,6 +37,7 @@ from itertools import chain
 import numpy as np
 
 from harness.algorithms._cache import PieceMemo
+from harness.algorithms._prefixes import PrefixIndex
 from harness.algorithms.spm import _SEGMENT, UTF8_LEN, splits_at_spaces
 from harness.errors import VocabError
 
@@ -232,16 +233,18 @@ class Session:
         in_trie = np.flatnonzero(attrs & (ATTR_NORMAL | ATTR_USER_DEFINED | ATTR_UNUSED)).tolist()
         user = set(np.flatnonzero(attrs & ATTR_USER_DEFINED).tolist())
         tokens = vocab.tokens
-        # llama.cpp's token_matcher trie, as two hash tables: text -> id, and every proper
-        # prefix of a text (a trie node with children). Later ids win on equal texts, as
-        # naive_trie::insert overwrites (texts are unique after load anyway).
+        # llama.cpp's token_matcher trie, as a hash table text -> id and an index of every
+        # proper prefix of a text (a trie node with children), linear in the texts' size.
+        # Later ids win on equal texts, as naive_trie::insert overwrites (texts are unique
+        # after load anyway).
         self._ids: dict[bytes, int] = {tokens[i]: i for i in in_trie}
-        self._inner: set[bytes] = {tokens[i][:k] for i in in_trie for k in range(1, len(tokens[i]))}
+        self._inner = PrefixIndex(tokens[i] for i in in_trie)
         # Viterbi score per id; double, 0.0 for USER_DEFINED (V:1012).
         as_double = scores.tolist()  # float32 -> Python float, exactly
         self._score = {i: 0.0 if i in user else as_double[i] for i in in_trie}
         # The user-defined trie only answers "how deep can the input walk": every prefix.
-        self._user_nodes: set[bytes] = {tokens[i][:k] for i in user for k in range(1, len(tokens[i]) + 1)}
+        self._user_texts = [tokens[i] for i in user]
+        self._user_nodes = PrefixIndex(self._user_texts, proper=False)
         self._user_max = max((len(tokens[i]) for i in user), default=0)
         self._unk_score = float(_unknown_score(scores[attrs & ATTR_NORMAL != 0]))
         self._plain_run = self._plain_pattern({tokens[i][0] for i in user})
@@ -379,7 +382,7 @@ class Session:
         so no normalize_prefix walk that starts before a space goes past it.
         Worked out on first need (the charsmap walk takes a moment)."""
         if self._cuts_at_spaces is None:
-            self._cuts_at_spaces = (all(b" " not in t[1:] for t in self._user_nodes)
+            self._cuts_at_spaces = (all(b" " not in t[1:] for t in self._user_texts)
                                     and not self._charsmap.byte_inside_keys(0x20))
         return self._cuts_at_spaces
 
