@@ -75,5 +75,10 @@ pin: $(STAMP)
 	@test -n "$(REF)" || (echo "usage: make pin REF=<40-hex commit> SOURCE=github|dir [LLAMA_CPP_DIR=...]"; exit 2)
 	$(PY) -m reference pin $(REF) --source $(or $(SOURCE),github)
 
+# Hostile GGUF files through the harness tokenizer and llama.cpp, judged by llama.cpp (FUZZ_S seconds).
+.PHONY: fuzz
+fuzz: reference
+	$(PY) -m harness fuzz --seconds $${FUZZ_S:-600} --seed $${FUZZ_SEED:-0}
+
 clean:
 	rm -rf reports .pytest_cache .hypothesis
