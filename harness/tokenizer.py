@@ -64,7 +64,10 @@ class Tokenizer:
         >>> Tokenizer.from_gguf("vocabs/ggml-vocab-gpt-2.gguf").n_vocab   # doctest: +SKIP
         50257
         """
-        return cls(Vocab.from_gguf(path))
+        tok = cls(Vocab.from_gguf(path))
+        if tok.vocab.vocab_type != "none":
+            tok.session()  # llama.cpp builds its tokenizer while loading: a failure there refuses the file
+        return tok
 
     @property
     def n_vocab(self) -> int:

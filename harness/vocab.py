@@ -285,9 +285,9 @@ class _Loader:
         if toks is None:
             raise self.fail(f"key {K.TOKENS!r} is missing (llama.cpp: \"cannot find tokenizer vocab\")")
         n = len(toks)
-        if n == 0:
-            raise self.fail(f"key {K.TOKENS!r} is an empty array: llama.cpp refuses a vocab "
-                            "without tokens; re-convert the model")
+        if n == 0 and self.vocab_type in ("wpm", "ugm"):  # (SPM and BPE load, and fail later)
+            raise self.fail(f"key {K.TOKENS!r} is an empty array: llama.cpp refuses a "
+                            f"{self.vocab_type.upper()} vocab without tokens; re-convert the model")
         self.scores = self.per_token_array(K.SCORES, T.FLOAT32, n, np.float32, 0.0)
         types = self.per_token_array(K.TOKEN_TYPE, T.INT32, n, np.int64, 1)
         lut = np.where((types >= 0) & (types < len(_TYPE_TO_ATTR)), types, 0)

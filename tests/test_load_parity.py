@@ -54,8 +54,8 @@ def with_tensor(ne: list[int], ggml_type: int, offset: int, data_len: int):
     return doc
 
 
-def empty_tokens():
-    doc = SEEDS["spm"]()
+def empty_tokens(seed: str = "spm"):
+    doc = SEEDS[seed]()
     doc.set(TOKENS, (T.ARRAY, [], T.STRING))
     return doc
 
@@ -74,7 +74,8 @@ REFUSED = [
      VocabError, "duplicate token text"),
     ("code point above U+10FFFF in bpe", lambda: with_text("bpe", 260, b"a\xf4\x90\x80\x80"), VocabError,
      "token 260"),
-    ("empty tokens array", empty_tokens, VocabError, "empty array"),
+    ("empty tokens array in wpm", lambda: empty_tokens("wpm"), VocabError, "empty array"),
+    ("empty tokens array in ugm", lambda: empty_tokens("ugm"), VocabError, "empty array"),
     ("general.file_type as a string", lambda: with_key("spm", b"general.file_type", (T.STRING, "1")),
      VocabError, "general.file_type"),
     ("split.count 2", lambda: with_key("spm", b"split.count", (T.UINT16, 2)), VocabError, "split.count"),
@@ -92,6 +93,7 @@ ACCEPTED = [
     ("nul cut bpe merge", lambda: _merge_with_nul()),
     ("model name cut at nul", lambda: with_key("spm", b"tokenizer.ggml.model", (T.STRING, "llama\0junk"))),
     ("twin key", twin_key),
+    ("empty tokens array in bpe", lambda: empty_tokens("bpe")),  # llama.cpp loads it: every text -> []
     ("well-formed tensor", lambda: with_tensor([4, 2], 0, 0, 32)),
     ("general.file_type as uint32", lambda: with_key("spm", b"general.file_type", (T.UINT32, 7))),
 ]
@@ -122,6 +124,16 @@ def test_harness_refuses_at_load_naming_the_cause(tmp_path, name, make, error, w
 @pytest.mark.parametrize("name, make", ACCEPTED, ids=[a[0] for a in ACCEPTED])
 def test_harness_accepts(tmp_path, name, make):
     _load(tmp_path, make())
+
+
+def test_empty_spm_vocab_loads_and_fails_where_llama_cpp_crashes(tmp_path):
+    """llama.cpp loads an SPM vocab without tokens, then crashes on any non-empty text
+    (and GGML_ASSERTs on a missing BOS): the harness loads it and raises there instead."""
+    tok = _load(tmp_path, empty_tokens("spm"))
+    assert tok.n_vocab == 0 and tok.encode("") == []
+    for text, add_special in (("a", False), ("", True)):
+        with pytest.raises(HarnessError):
+            tok.encode(text, add_special=add_special)
 
 
 def test_nul_cut_text_is_what_llama_cpp_stores(tmp_path):

@@ -30,6 +30,7 @@ The input is the raw fragment bytes. Steps, as llama.cpp runs them:
 
 from __future__ import annotations
 
+import functools
 import re
 import struct
 from itertools import chain
@@ -238,7 +239,7 @@ class Session:
         # Later ids win on equal texts, as naive_trie::insert overwrites (texts are unique
         # after load anyway).
         self._ids: dict[bytes, int] = {tokens[i]: i for i in in_trie}
-        self._inner = PrefixIndex(tokens[i] for i in in_trie)
+        self._trie_texts = [tokens[i] for i in in_trie]  # _inner is built from them on first use
         # Viterbi score per id; double, 0.0 for USER_DEFINED (V:1012).
         as_double = scores.tolist()  # float32 -> Python float, exactly
         self._score = {i: 0.0 if i in user else as_double[i] for i in in_trie}
@@ -252,7 +253,16 @@ class Session:
         self._segments = PieceMemo(lambda seg: tuple(self._viterbi(seg.encode())), _CACHE_MAX)
         self._cuts_at_spaces: bool | None = None
         self._cuttable = self._space == ESCAPED_SPACE and splits_at_spaces(self._ids)
-        self._exact_len = _exact_length([self._score[i] for i in in_trie] + [self._unk_score])
+
+    # Built on first use: llama.cpp builds its tokenizer while loading, so the harness builds
+    # this session then too; these two take seconds on a 250k-token vocab and only Viterbi needs them.
+    @functools.cached_property
+    def _inner(self) -> PrefixIndex:
+        return PrefixIndex(self._trie_texts)
+
+    @functools.cached_property
+    def _exact_len(self) -> int:
+        return _exact_length(list(self._score.values()) + [self._unk_score])
 
     def _plain_pattern(self, user_first: set[int]) -> re.Pattern | None:
         """Runs of ASCII bytes that normalize_prefix passes through one by one unchanged.

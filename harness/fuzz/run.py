@@ -2,7 +2,9 @@
 
 Each case is a seed vocab (:mod:`harness.fuzz.seeds`) with one mutation
 (:mod:`harness.fuzz.mutations`). Both sides load it in their own forked child,
-with a memory limit (RLIMIT_AS) and a deadline (:mod:`harness.fuzz.sandbox`):
+with a memory limit (RLIMIT_AS) and a deadline (:mod:`harness.fuzz.sandbox`);
+a child works through a batch of cases, reporting each, and when it dies the
+case it was on gets the blame and a fresh child takes the rest:
 llama.cpp through the in-process reference (vocab_only), the harness through
 ``Tokenizer.from_gguf``. A side that loads answers the probes: the ids of a few
 texts under two flag combinations, and the pieces of a few ids.
@@ -34,13 +36,16 @@ from collections import Counter
 from pathlib import Path
 
 from harness.fuzz.mutations import CLASSES, mutate
-from harness.fuzz.sandbox import Child, collect, start
+from dataclasses import dataclass, field
+
+from harness.fuzz.sandbox import Child, start, wait
 from harness.fuzz.seeds import PROBE_FLAGS, PROBE_TEXTS, SEEDS
 
 OUTCOMES = ("cases", "refused", "equal", "mismatch", "foreign", "crash", "hang", "memory", "llama_crash")
 FAILURES = ("mismatch", "foreign", "crash", "hang", "memory")
 TIMEOUT = 20.0
 MEM_BYTES = 1 << 30
+BATCH = 25  # cases per forked child: a fork costs about as much as a case
 
 
 def probe_ids(n: int) -> list[int]:
@@ -71,6 +76,7 @@ def _probe(encode, piece, n: int, errors: tuple) -> list:
 
 def llama_side(path: str, send) -> None:
     """In a child: load with llama.cpp (vocab_only) and probe."""
+    os.environ["GGML_NO_BACKTRACE"] = "1"  # else each GGML_ABORT runs gdb to print a backtrace
     from reference.inproc import InProcessReference
     from harness.errors import ReferenceFailure
     try:
@@ -105,20 +111,73 @@ def harness_side(path: str, send) -> None:
         send({"foreign": f"{type(e).__name__}: {str(e)[:300]}", "stage": stage})
 
 
-def _messages(ch: Child) -> dict:
-    merged: dict = {}
+@dataclass
+class Side:
+    """What one side did on one case: how its child ended there, and what it said."""
+
+    status: str = "ok"
+    signal: int = 0
+    said: dict = field(default_factory=dict)
+    stderr: str = ""
+
+
+def _batch(side, paths: list[str], first: int, send) -> None:
+    """In a child: ``side`` on each case in turn, every message tagged with the case number."""
+    for k, path in enumerate(paths, first):
+        send({"case": k})
+        side(path, lambda msg, k=k: send({"case": k, **msg}))
+        send({"case": k, "done": True})
+
+
+def run_side(side, paths: list[str], first: int) -> Child:
+    return start(lambda send: _batch(side, paths[first:], first, send), timeout=TIMEOUT, mem_bytes=MEM_BYTES)
+
+
+def _absorb(ch: Child, records: list[Side], first: int) -> int:
+    """File a finished child's messages under their cases; the next case to run.
+
+    A child that died is blamed for the case it was on: the last one it started,
+    or the one after the last it finished."""
+    last = first - 1
     for m in ch.messages:
-        merged.update(m)
-    return merged
+        last = m.pop("case")
+        records[last].said.update(m)
+    if ch.status == "ok":
+        return len(records)
+    k = max(last, first)
+    if records[k].said.get("done"):
+        k += 1
+    if k < len(records):
+        records[k].status, records[k].signal = ch.status, ch.signal
+        records[k].stderr = ch.stderr_tail()
+    return k + 1
 
 
-def judge(llama: Child, ours: Child) -> tuple[str, dict]:
+def run_batch(datas: list[bytes], workdir: str) -> list[tuple[str, dict]]:
+    """Both sides on each file, each side in its own sandboxed children."""
+    paths = []
+    for i, data in enumerate(datas):
+        paths.append(os.path.join(workdir, f"case{i}.gguf"))
+        with open(paths[-1], "wb") as f:
+            f.write(data)
+    records = {name: [Side() for _ in datas] for name in ("llama.cpp", "harness")}
+    sides = {"llama.cpp": llama_side, "harness": harness_side}
+    lanes = {name: (run_side(side, paths, 0), 0) for name, side in sides.items()}
+    while lanes:
+        for ch in wait([c for c, _ in lanes.values()]):
+            name = next(n for n, (c, _) in lanes.items() if c is ch)
+            nxt = _absorb(ch, records[name], lanes.pop(name)[1])
+            ch.stderr.close()
+            if nxt < len(paths):
+                lanes[name] = (run_side(sides[name], paths, nxt), nxt)
+    return [judge(records["llama.cpp"][i], records["harness"][i]) for i in range(len(datas))]
+
+
+def judge(llama: Side, ours: Side) -> tuple[str, dict]:
     """The outcome of one case and what each side did."""
-    lm, hm = _messages(llama), _messages(ours)
-    detail = {"llama.cpp": {"status": llama.status, "signal": llama.signal, **lm,
-                            "stderr": llama.stderr_tail() if llama.status != "ok" else ""},
-              "harness": {"status": ours.status, "signal": ours.signal, **hm,
-                          "stderr": ours.stderr_tail() if ours.status != "ok" else ""}}
+    lm, hm = llama.said, ours.said
+    detail = {"llama.cpp": {"status": llama.status, "signal": llama.signal, **lm, "stderr": llama.stderr},
+              "harness": {"status": ours.status, "signal": ours.signal, **hm, "stderr": ours.stderr}}
     if ours.status == "hang":
         return "hang", detail
     if "memory" in hm:
@@ -139,14 +198,8 @@ def judge(llama: Child, ours: Child) -> tuple[str, dict]:
 
 
 def run_case(data: bytes, workdir: str) -> tuple[str, dict]:
-    """Both sides on one file's bytes, each in its own sandboxed child."""
-    path = os.path.join(workdir, "case.gguf")
-    with open(path, "wb") as f:
-        f.write(data)
-    llama = start(lambda send: llama_side(path, send), timeout=TIMEOUT, mem_bytes=MEM_BYTES)
-    ours = start(lambda send: harness_side(path, send), timeout=TIMEOUT, mem_bytes=MEM_BYTES)
-    collect([llama, ours])
-    return judge(llama, ours)
+    """Both sides on one file's bytes (a batch of one)."""
+    return run_batch([data], workdir)[0]
 
 
 def warm_up() -> None:
@@ -177,19 +230,24 @@ def fuzz(seconds: float, *, seed: int = 0, max_cases: int | None = None, classes
     n = 0
     with tempfile.TemporaryDirectory(dir="/dev/shm" if os.path.isdir("/dev/shm") else None) as work:
         while time.monotonic() < end and (max_cases is None or n < max_cases):
-            cls, seed_name = classes[n % len(classes)], rng.choice(sorted(SEEDS))
-            case_seed = rng.randrange(2**32)
-            data = mutate(cls, SEEDS[seed_name](), random.Random(case_seed))
-            outcome, detail = run_case(data, work)
-            counts[cls]["cases"] += 1
-            counts[cls][outcome] += 1
-            if outcome in FAILURES and out is not None and saved[outcome] < keep:
-                saved[outcome] += 1
-                _save(out, f"{outcome}-{cls}-{seed_name}-{case_seed}", data,
-                      {"class": cls, "seed_vocab": seed_name, "case_seed": case_seed, "outcome": outcome,
-                       **detail})
-            n += 1
-            if progress and n % 500 == 0:
+            size = BATCH if max_cases is None else min(BATCH, max_cases - n)
+            cases = []
+            for i in range(n, n + size):
+                cls, seed_name = classes[i % len(classes)], rng.choice(sorted(SEEDS))
+                case_seed = rng.randrange(2**32)
+                cases.append((cls, seed_name, case_seed,
+                               mutate(cls, SEEDS[seed_name](), random.Random(case_seed))))
+            for (cls, seed_name, case_seed, data), (outcome, detail) in zip(
+                    cases, run_batch([c[3] for c in cases], work)):
+                counts[cls]["cases"] += 1
+                counts[cls][outcome] += 1
+                if outcome in FAILURES and out is not None and saved[outcome] < keep:
+                    saved[outcome] += 1
+                    _save(out, f"{outcome}-{cls}-{seed_name}-{case_seed}", data,
+                          {"class": cls, "seed_vocab": seed_name, "case_seed": case_seed, "outcome": outcome,
+                           **detail})
+            n += size
+            if progress and n // 500 != (n - size) // 500:
                 progress(n)
     return counts
 

@@ -2,9 +2,10 @@
 
 The child reports JSON messages through a pipe as it goes; the parent gets them
 back with how the child ended: ``ok`` (exited), ``crash`` (killed by a signal, or
-exited without a word), or ``hang`` (past the deadline: killed). So a crash or an
-abort of llama.cpp, or a hang of the harness, ends one case and nothing else.
-POSIX only (fork).
+exited with an error), or ``hang`` (silent for ``timeout`` seconds: killed). Each
+message restarts the clock, so a child may work through many cases as long as it
+reports each. A crash or an abort of llama.cpp, or a hang of the harness, ends
+that child and nothing else. POSIX only (fork).
 
 >>> ch = start(lambda send: send({"x": 1}), timeout=30, mem_bytes=1 << 30)
 >>> collect([ch])[0].status, collect([ch])[0].messages
@@ -29,6 +30,7 @@ Send = Callable[[dict], None]
 class Child:
     pid: int
     fd: int
+    timeout: float
     deadline: float
     stderr: object  # a temporary file: what the child wrote to fd 2 (abort messages)
     buf: bytearray = field(default_factory=bytearray)
@@ -57,6 +59,7 @@ def _vm_size() -> int:
 def _child(fn: Callable[[Send], None], w: int, err_fd: int, mem_bytes: int) -> None:
     import faulthandler
     import resource
+    os.dup2(err_fd, 1)  # whatever the child prints stays out of the parent's output
     os.dup2(err_fd, 2)  # llama.cpp's abort messages go to the case's stderr file, not the terminal
     faulthandler.disable()  # pytest's would print every expected abort on the parent's stderr
     vm = _vm_size()
@@ -85,7 +88,7 @@ def start(fn: Callable[[Send], None], *, timeout: float, mem_bytes: int) -> Chil
         finally:
             os._exit(code)
     os.close(w)
-    return Child(pid, r, time.monotonic() + timeout, err)
+    return Child(pid, r, timeout, time.monotonic() + timeout, err)
 
 
 def _finish(ch: Child, killed: bool) -> None:
@@ -105,26 +108,37 @@ def _finish(ch: Child, killed: bool) -> None:
         ch.status = "ok" if os.WEXITSTATUS(status) == 0 else "crash"
 
 
-def collect(children: list[Child]) -> list[Child]:
-    """Wait for every child to finish or pass its deadline (then it is killed)."""
-    while True:
+def wait(children: list[Child]) -> list[Child]:
+    """Block until some child finishes (or is killed for silence); the finished ones."""
+    finished: list[Child] = []
+    while not finished:
         live = [c for c in children if not c.done]
         if not live:
-            return children
+            return finished
         now = time.monotonic()
         for c in live:
             if now >= c.deadline:
                 os.kill(c.pid, signal.SIGKILL)
                 _finish(c, killed=True)
+                finished.append(c)
         live = [c for c in live if not c.done]
-        if not live:
-            return children
-        wait = max(0.0, min(c.deadline for c in live) - now)
-        ready, _, _ = select.select([c.fd for c in live], [], [], wait)
+        if finished or not live:
+            return finished
+        ready, _, _ = select.select([c.fd for c in live], [], [], max(0.0, min(c.deadline for c in live) - now))
         for c in live:
             if c.fd in ready:
                 chunk = os.read(c.fd, 1 << 16)
                 if chunk:
                     c.buf += chunk
+                    c.deadline = time.monotonic() + c.timeout  # it is alive and reporting
                 else:
                     _finish(c, killed=False)
+                    finished.append(c)
+    return finished
+
+
+def collect(children: list[Child]) -> list[Child]:
+    """Wait for every child to finish or fall silent past its timeout (then it is killed)."""
+    while any(not c.done for c in children):
+        wait(children)
+    return children
