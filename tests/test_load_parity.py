@@ -60,6 +60,12 @@ def empty_tokens(seed: str = "spm"):
     return doc
 
 
+def first_tokens(seed: str, n: int):
+    doc = SEEDS[seed]()
+    doc.set(TOKENS, (T.ARRAY, _texts(doc)[:n], T.STRING))
+    return doc
+
+
 def twin_key():
     doc = SEEDS["wpm"]()  # gguf_find_key matches the first key whose C string is equal
     doc.kvs.insert(0, KV(b"tokenizer.ggml.model\0x", (T.STRING, "llama")))
@@ -76,6 +82,8 @@ REFUSED = [
      "token 260"),
     ("empty tokens array in wpm", lambda: empty_tokens("wpm"), VocabError, "empty array"),
     ("empty tokens array in ugm", lambda: empty_tokens("ugm"), VocabError, "empty array"),
+    # llama.cpp tokenizes '\n' to t5's default unk (2) before reading the ids, then looks it up
+    ("ugm with 2 tokens, linefeed unk out of range", lambda: first_tokens("ugm", 2), VocabError, "id 2"),
     ("general.file_type as a string", lambda: with_key("spm", b"general.file_type", (T.STRING, "1")),
      VocabError, "general.file_type"),
     ("split.count 2", lambda: with_key("spm", b"split.count", (T.UINT16, 2)), VocabError, "split.count"),
@@ -93,6 +101,7 @@ ACCEPTED = [
     ("nul cut bpe merge", lambda: _merge_with_nul()),
     ("model name cut at nul", lambda: with_key("spm", b"tokenizer.ggml.model", (T.STRING, "llama\0junk"))),
     ("twin key", twin_key),
+    ("ugm with 3 tokens", lambda: first_tokens("ugm", 3)),
     ("empty tokens array in bpe", lambda: empty_tokens("bpe")),  # llama.cpp loads it: every text -> []
     ("well-formed tensor", lambda: with_tensor([4, 2], 0, 0, 32)),
     ("general.file_type as uint32", lambda: with_key("spm", b"general.file_type", (T.UINT32, 7))),
