@@ -107,7 +107,6 @@ _RSS_CHILD = "import sys; from harness.bench import rss_child; rss_child(sys.arg
 def rss_child(side: str, path: str, nbytes: int) -> None:
     """In a fresh child: load ``path`` with ``side`` (harness or llama.cpp), encode the
     corpus (``nbytes``, 0 for the pinned one), print the peak RSS in bytes as JSON."""
-    import resource
     parts = chunks(corpus(nbytes) if nbytes else corpus())
     if side == "harness":
         from .tokenizer import Tokenizer
@@ -116,8 +115,22 @@ def rss_child(side: str, path: str, nbytes: int) -> None:
         from reference.inproc import InProcessReference
         tok = InProcessReference(Path(path))
     _encode_all(tok, parts)
+    print(json.dumps({"peak_rss": _peak_rss()}))
+
+
+def _peak_rss() -> int:
+    """This process's peak RSS in bytes. Linux: VmHWM, since ru_maxrss survives exec and so
+    would include the parent's RSS at fork time."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    import resource
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    print(json.dumps({"peak_rss": peak if sys.platform == "darwin" else peak * 1024}))  # Linux: KiB
+    return peak if sys.platform == "darwin" else peak * 1024  # macOS: bytes; elsewhere KiB
 
 
 def peak_rss(side: str, path: Path, nbytes: int) -> int:

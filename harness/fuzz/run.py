@@ -95,8 +95,7 @@ def harness_side(path: str, send) -> None:
     stage = "load"
     try:
         try:
-            tok = Tokenizer.from_gguf(path)
-            tok.encode("")  # llama.cpp builds its tokenizer while loading: so does this
+            tok = Tokenizer.from_gguf(path)  # builds the session too, as llama.cpp's load does
         except HarnessError as e:
             send({"load": "refused", "why": str(e)[:300]})
             return
