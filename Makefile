@@ -86,5 +86,10 @@ dist: $(STAMP)
 	$(PY) -m pip wheel --quiet --disable-pip-version-check --no-deps -w dist .
 	@ls -1 dist
 
+# Hostile GGUF files through the harness tokenizer and llama.cpp, judged by llama.cpp (FUZZ_S seconds).
+.PHONY: fuzz
+fuzz: reference
+	$(PY) -m harness fuzz --seconds $${FUZZ_S:-600} --seed $${FUZZ_SEED:-0}
+
 clean:
 	rm -rf reports .pytest_cache .hypothesis dist

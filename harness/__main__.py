@@ -4,6 +4,7 @@
 * ``diff --vocab V --text T [--add-special] [--parse-special] [--port CMD]``: the
   first-divergent-token diff of a port against llama.cpp for one text.
 * ``bench [--vocabs ...] [--repeat N]``: speed against llama.cpp (``make bench``).
+* ``fuzz [--seconds S] [--seed N]``: hostile GGUF files, judged by llama.cpp (``make fuzz``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ COMMANDS = {
     "serve": "harness.serve",
     "diff": "harness.conformance.diffcmd",
     "bench": "harness.bench",
+    "fuzz": "harness.fuzz.run",
 }
 
 

@@ -7,7 +7,10 @@ harness tokenizer and for llama.cpp in process, plus the load time of gguf-py's
 repeated; min and median are kept, and ratios use the minima (these machines
 are noisy). Both sides get the same chunks of the fixed corpus
 (:mod:`harness.bench_corpus`), and the run also reports whether their ids were
-identical. The table is printed and written to ``reports/bench.json``, with
+identical. Peak RSS is measured apart, in a fresh child process per side and
+vocab (load, then encode the whole corpus), so each figure is that tokenizer's
+alone; both children include a Python interpreter. The table is printed and
+written to ``reports/bench.json``, with
 the conformance suite's own throughput as the last ``make conformance`` run
 recorded it in ``reports/conformance.json`` (``make bench`` runs it first).
 
@@ -22,6 +25,7 @@ import json
 import os
 import platform
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -97,7 +101,55 @@ def bench_gguf_py(path: Path) -> dict | None:
     return {"load": summary(t)}
 
 
-def bench_vocab(name: str, parts: list[str], repeat: int) -> dict:
+_RSS_CHILD = "import sys; from harness.bench import rss_child; rss_child(sys.argv[1], sys.argv[2], int(sys.argv[3]))"
+
+
+def rss_child(side: str, path: str, nbytes: int) -> None:
+    """In a fresh child: load ``path`` with ``side`` (harness or llama.cpp), encode the
+    corpus (``nbytes``, 0 for the pinned one), print the peak RSS in bytes as JSON."""
+    parts = chunks(corpus(nbytes) if nbytes else corpus())
+    if side == "harness":
+        from .tokenizer import Tokenizer
+        tok = Tokenizer.from_gguf(path)
+    else:
+        from reference.inproc import InProcessReference
+        tok = InProcessReference(Path(path))
+    _encode_all(tok, parts)
+    print(json.dumps({"peak_rss": _peak_rss()}))
+
+
+def _peak_rss() -> int:
+    """This process's peak RSS in bytes. Linux: VmHWM, since ru_maxrss survives exec and so
+    would include the parent's RSS at fork time."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    import resource
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak if sys.platform == "darwin" else peak * 1024  # macOS: bytes; elsewhere KiB
+
+
+def peak_rss(side: str, path: Path, nbytes: int) -> int:
+    """Peak RSS in bytes of loading ``path`` and encoding the corpus, in its own process.
+
+    >>> peak_rss("nonsense", Path("x.gguf"), 10)
+    Traceback (most recent call last):
+    ValueError: side must be 'harness' or 'llama.cpp', not 'nonsense'
+    """
+    if side not in ("harness", "llama.cpp"):
+        raise ValueError(f"side must be 'harness' or 'llama.cpp', not {side!r}")
+    out = subprocess.run([sys.executable, "-c", _RSS_CHILD, side, str(path), str(nbytes)],
+                         capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        raise RuntimeError(f"bench: the {side} peak-RSS child failed on {path}:\n{out.stderr[-2000:]}")
+    return json.loads(out.stdout.splitlines()[-1])["peak_rss"]
+
+
+def bench_vocab(name: str, parts: list[str], repeat: int, nbytes: int = 0) -> dict:
     from reference.vocabs import vocab_path
 
     path = vocab_path(name)
@@ -119,6 +171,7 @@ def bench_vocab(name: str, parts: list[str], repeat: int) -> dict:
             "llama.cpp": ntok / theirs["encode"]["min"]},
         "decode_MBps": {"harness": out_bytes / ours["decode"]["min"] / 1e6,
                         "llama.cpp": out_bytes / theirs["decode"]["min"] / 1e6},
+        "peak_rss_MB": {side: peak_rss(side, path, nbytes) / 2**20 for side in ("harness", "llama.cpp")},
         "timings": {"harness": {k: v for k, v in ours.items() if k != "ids"},
                     "llama.cpp": {k: v for k, v in theirs.items() if k != "ids"}},
     }
@@ -130,23 +183,26 @@ def bench_vocab(name: str, parts: list[str], repeat: int) -> dict:
         "encode_warm": ratio(row["encode_MBps"]["harness_warm"], row["encode_MBps"]["llama.cpp"]),
         "decode": ratio(row["decode_MBps"]["harness"], row["decode_MBps"]["llama.cpp"]),
         "load": ours["load"]["min"] / theirs["load"]["min"],
+        "peak_rss": row["peak_rss_MB"]["harness"] / row["peak_rss_MB"]["llama.cpp"],
     }
     return row
 
 
 def table(rows: list[dict]) -> str:
-    """Fixed-width text table; ratios > 1 mean the harness is faster (load: < 1 is faster)."""
+    """Fixed-width text table; ratios > 1 mean the harness is faster (load, RSS: < 1 is
+    faster or smaller)."""
     head = (f"{'vocab':16} {'load ms ours/llama/gguf-py':>28} {'load x':>7} {'enc MB/s cold/warm/llama':>26} "
-            f"{'cold x':>7} {'warm x':>7} {'dec x':>7} {'same ids':>8}")
+            f"{'cold x':>7} {'warm x':>7} {'dec x':>7} {'RSS MB ours/llama':>18} {'RSS x':>6} {'same ids':>8}")
     lines = [head, "-" * len(head)]
     for r in rows:
         ld = r["load_s"]
         gg = f"{ld['gguf-py']['min'] * 1e3:.0f}" if ld["gguf-py"] else "-"
-        e = r["encode_MBps"]
+        e, m = r["encode_MBps"], r["peak_rss_MB"]
         lines.append(
             f"{r['vocab']:16} {ld['harness']['min'] * 1e3:>9.0f}/{ld['llama.cpp']['min'] * 1e3:.0f}/{gg:<8} "
             f"{r['ratios']['load']:>7.2f} {e['harness_cold']:>8.2f}/{e['harness_warm']:.2f}/{e['llama.cpp']:<8.2f} "
             f"{r['ratios']['encode_cold']:>7.2f} {r['ratios']['encode_warm']:>7.2f} {r['ratios']['decode']:>7.2f} "
+            f"{m['harness']:>11.0f}/{m['llama.cpp']:<6.0f} {r['ratios']['peak_rss']:>6.2f} "
             f"{'yes' if r['ids_identical'] else 'NO':>8}")
     return "\n".join(lines)
 
@@ -197,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for name in wanted:
         print(f"bench: {name} ...", file=sys.stderr, flush=True)
-        rows.append(bench_vocab(name, parts, args.repeat))
+        rows.append(bench_vocab(name, parts, args.repeat, args.bytes or 0))
     report = {"machine": machine(), "corpus": {"bytes": len(text.encode()), "sha256": sha256(text),
                                                "chunks": len(parts)},
               "flags": FLAGS, "repeat": args.repeat, "rows": rows,

@@ -32,6 +32,8 @@ from harness.vocab import BYTE, CONTROL, LSTRIP, NORMAL, RSTRIP, UNKNOWN, USER_D
 _ESCAPED_SPACE = "\u2581".encode()  # '▁'
 _C_ISSPACE = b" \t\n\v\f\r"         # isspace() in the C locale
 _HEAD = 6                          # bytes of a special's text tested before the whole text
+LLAMA_TOKEN_NULL = -1
+_UGM_DEFAULT_UNK = 2  # special_unk_id as llama.cpp's load sets it for tokenizer model "t5"
 _ALGORITHM_MODULES = {"spm": "spm", "bpe": "bpe", "wpm": "wpm", "ugm": "ugm", "rwkv": "rwkv",
                       "plamo2": "plamo2"}
 
@@ -64,7 +66,10 @@ class Tokenizer:
         >>> Tokenizer.from_gguf("vocabs/ggml-vocab-gpt-2.gguf").n_vocab   # doctest: +SKIP
         50257
         """
-        return cls(Vocab.from_gguf(path))
+        tok = cls(Vocab.from_gguf(path))
+        if tok.vocab.vocab_type != "none":
+            tok.session()  # llama.cpp builds its tokenizer while loading: a failure there refuses the file
+        return tok
 
     @property
     def n_vocab(self) -> int:
@@ -98,11 +103,20 @@ class Tokenizer:
         if that throws, llama.cpp refuses the vocab. (Its RWKV GGML_ASSERT on an empty result
         cannot fire: the RWKV session emits unk, even -1, for every unmatched byte.)"""
         try:
-            self.encode("\n")
+            ids = self.encode("\n")
         except HarnessError as e:
             self._session = None
             raise VocabError(f"{self.vocab.path}: llama.cpp would refuse to load this vocab: tokenizing "
                              f"'\\n' during load fails: {e}") from e
+        v = self.vocab
+        # llama.cpp tokenizes "\n" before it reads the special ids, so an unknown there is
+        # t5's default unk, 2; print_info then looks its text up with at(): out of range throws.
+        if v.vocab_type == "ugm" and ids and ids[0] == (LLAMA_TOKEN_NULL if v.unk is None else v.unk) \
+                and _UGM_DEFAULT_UNK >= v.n_vocab:
+            self._session = None
+            raise VocabError(f"{v.path}: llama.cpp would refuse to load this vocab: '\\n' tokenizes to "
+                             f"unk, id {_UGM_DEFAULT_UNK} while loading (t5's default), and there are only "
+                             f"{v.n_vocab} tokens (std::out_of_range); add tokens or map '\\n' to one")
 
     def encode(self, text: str | bytes, *, add_special: bool = False, parse_special: bool = False) -> list[int]:
         """``llama_tokenize(text, add_special, parse_special)``.

@@ -13,6 +13,7 @@ special-token cache). Anything llama.cpp refuses raises :class:`VocabError`.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from collections.abc import Mapping
 from typing import Any
@@ -157,7 +158,9 @@ class _Loader:
 
     # -- strictly typed metadata access (llama_model_loader::get_key) ----------
     def get(self, key: str, vtype: GGUFValueType, item_type: GGUFValueType | None = None) -> Any:
-        f = self.r.field(key)
+        """The value of ``key`` as llama.cpp reads it: found by C-string key, type-checked,
+        a string cut at its first NUL (llama.cpp copies it from ``c_str()``)."""
+        f = self.r.find(key)
         if f is None:
             return None
         if f.type != vtype or (item_type is not None and f.item_type not in
@@ -166,7 +169,7 @@ class _Loader:
             got = f.type.name if f.item_type is None else f"ARRAY of {f.item_type.name}"
             raise VocabError(f"{self.r.path}: key {key!r} has GGUF type {got} but llama.cpp expects "
                              f"{want}; re-convert the model or fix the key with rewrite_metadata")
-        return f.value
+        return f.value.split("\0", 1)[0] if vtype == T.STRING else f.value
 
     def fail(self, msg: str) -> VocabError:
         return VocabError(f"{self.r.path}: {msg}")
@@ -185,6 +188,7 @@ class _Loader:
         attrs = np.asarray(self.attrs, np.int64)
         special = np.flatnonzero(attrs & (CONTROL | USER_DEFINED | UNKNOWN)).tolist()
         cache = libstdcxx_sort(special, {i: len(self.tokens[i]) for i in special})
+        self.check_pieces()
         self.apply_strip_attrs(cache)
         return self.fields(cache)
 
@@ -196,6 +200,12 @@ class _Loader:
                 raise self.fail(f"key {key!r} is an array of arrays: llama.cpp's GGUF reader refuses "
                                 "the whole file (\"invalid GGUF type 9\"); remove the key")
         arch = self.get(Keys.General.ARCHITECTURE, T.STRING)
+        self.get("general.file_type", T.UINT32)  # llama_model_loader reads both, type-checked
+        n_split = self.get("split.count", T.UINT16)
+        if n_split is not None and n_split > 1:
+            raise self.fail(f"split.count is {n_split}: this is one part of a split model, and llama.cpp "
+                            "then needs split.no and the other parts; merge the parts with "
+                            "llama-gguf-split --merge")
         if arch not in ARCHITECTURES:
             why = {None: "is missing", "clip": "is 'clip' (CLIP cannot be used as main model)",
                    "gptj": "is 'gptj', which llama.cpp names but does not implement (it aborts)"}
@@ -251,15 +261,15 @@ class _Loader:
         return self.fields([])
 
     def read_merges(self) -> dict[tuple[bytes, bytes], int]:
-        if K.MERGES not in self.r:
+        if self.r.find(K.MERGES) is None:
             if self.model != "gemma4" and self.pre == "kimi-k2":
                 return {}
             raise self.fail(f"key {K.MERGES!r} is missing (llama.cpp: \"cannot find tokenizer merges\")")
         self.get(K.MERGES, T.ARRAY, T.STRING)  # type check only
-        return LazyMergeRanks(self.r.field(K.MERGES).spans())
+        return LazyMergeRanks(self.r.find(K.MERGES).spans())
 
     def read_charsmap(self) -> bytes:
-        f = self.r.field(K.PRECOMPILED_CHARSMAP)
+        f = self.r.find(K.PRECOMPILED_CHARSMAP)
         if f is None:
             return b""
         blob = self.get(K.PRECOMPILED_CHARSMAP, T.ARRAY, (T.INT8, T.UINT8))
@@ -275,12 +285,17 @@ class _Loader:
         if toks is None:
             raise self.fail(f"key {K.TOKENS!r} is missing (llama.cpp: \"cannot find tokenizer vocab\")")
         n = len(toks)
+        if n == 0 and self.vocab_type in ("wpm", "ugm"):  # (SPM and BPE load, and fail later)
+            raise self.fail(f"key {K.TOKENS!r} is an empty array: llama.cpp refuses a "
+                            f"{self.vocab_type.upper()} vocab without tokens; re-convert the model")
         self.scores = self.per_token_array(K.SCORES, T.FLOAT32, n, np.float32, 0.0)
         types = self.per_token_array(K.TOKEN_TYPE, T.INT32, n, np.int64, 1)
         lut = np.where((types >= 0) & (types < len(_TYPE_TO_ATTR)), types, 0)
         attrs = np.where((types >= 0) & (types < len(_TYPE_TO_ATTR)), _TYPE_TO_ATTR[lut], UNDEFINED)
         self.attrs: list[int] = attrs.tolist()
         tokens = list(toks)
+        if any(b"\0" in t for t in tokens):  # llama.cpp copies each text from c_str()
+            tokens = [t.split(b"\0", 1)[0] for t in tokens]
         if not all(tokens):
             for i in (i for i, t in enumerate(tokens) if not t):
                 tokens[i] = b"[EMPTY_%d]" % i
@@ -296,6 +311,34 @@ class _Loader:
                 if len(tokens[i]) > len(m) and tokens[i].endswith(m):
                     tokens[i] = tokens[i][:-len(m)]
         self.tokens = tokens
+
+    def check_pieces(self) -> None:
+        """What building ``cache_token_to_piece`` (every token's piece, at load) throws or
+        aborts on: a BYTE token in a WPM vocab (token_to_byte has no WPM case), a BYTE
+        token text shorter than 3 bytes (``substr(3, 2)``), and in byte-level BPE a NORMAL
+        text holding a code point above U+10FFFF (``unicode_cpt_to_utf8``)."""
+        vt, attrs, tokens = self.vocab_type, self.attrs, self.tokens
+        if vt in ("spm", "ugm", "bpe", "wpm"):
+            special = UNKNOWN | CONTROL | USER_DEFINED | NORMAL  # these branches come first
+            for i in np.flatnonzero(np.asarray(attrs, np.int64) & BYTE).tolist():
+                if attrs[i] & special:
+                    continue
+                if vt == "wpm":
+                    raise self.fail(f"token {i} ({tokens[i]!r}) is a BYTE token in a WPM vocab: llama.cpp "
+                                    "aborts while loading it (token_to_byte has no WPM case); "
+                                    "give it another tokenizer.ggml.token_type")
+                if len(tokens[i]) < 3:
+                    raise self.fail(f"BYTE token {i} text {tokens[i]!r} is shorter than 3 bytes: llama.cpp "
+                                    "throws std::out_of_range building its piece (substr(3, 2)); "
+                                    "BYTE texts look like <0x0A>")
+        if vt == "bpe" and not self.flags["escape_whitespaces"]:
+            normal = np.flatnonzero(np.asarray(attrs, np.int64) & NORMAL).tolist()
+            joined = b"\0".join(tokens[i] for i in normal)  # NUL cannot be part of a sequence
+            hit = _ABOVE_UNICODE.search(joined)
+            if hit is not None:
+                i = normal[joined.count(b"\0", 0, hit.start())]
+                raise self.fail(f"token {i} ({tokens[i]!r}) holds a code point above U+10FFFF: llama.cpp "
+                                "throws \"invalid codepoint\" building its piece (llama_decode_text)")
 
     def per_token_array(self, key, vtype, n, dtype, default) -> np.ndarray:
         arr = self.get(key, T.ARRAY, vtype)
@@ -352,7 +395,7 @@ class _Loader:
 
     def key_hashes(self) -> np.ndarray:
         """std::hash of every token_to_id key (from the file's spans when no text was replaced)."""
-        spans = self.r.field(K.TOKENS).spans()
+        spans = self.r.find(K.TOKENS).spans()
         if spans is not None and self.keys == spans.tolist():
             return hash_spans(spans.region, spans.starts, spans.ends - spans.starts)
         return std_hash(self.keys)
@@ -477,10 +520,18 @@ def merge_ranks_from_spans(spans) -> dict[tuple[bytes, bytes], int]:
     ...                                             np.array([3, 5, 9, 11])))
     >>> sorted(r.items(), key=lambda kv: kv[1])
     [((b'a', b'b'), 0), ((b' ', b''), 1), ((b'', b''), 2)]
+    >>> merge_ranks_from_spans(StringArraySpans(b"a b\\0c", np.array([0]), np.array([5])))
+    {(b'a', b'b'): 0}
     """
     region, starts, ends = spans.region, spans.starts, spans.ends
     n = len(starts)
-    spaces = np.flatnonzero(np.frombuffer(region, np.uint8) == 0x20)
+    raw = np.frombuffer(region, np.uint8)
+    nuls = np.flatnonzero(raw == 0)
+    if len(nuls):  # llama.cpp copies each merge from c_str(): it ends at its first NUL
+        at = np.searchsorted(nuls, starts)
+        first = nuls[np.minimum(at, len(nuls) - 1)]
+        ends = np.where((at < len(nuls)) & (first < ends), first, ends)
+    spaces = np.flatnonzero(raw == 0x20)
     idx = np.searchsorted(spaces, starts + 1)
     sp = spaces[np.minimum(idx, max(len(spaces) - 1, 0))] if len(spaces) else np.zeros(n, np.int64)
     ok = (idx < len(spaces)) & (sp < ends)
@@ -494,6 +545,11 @@ def merge_ranks_from_spans(spans) -> dict[tuple[bytes, bytes], int]:
         ranks = dict(zip(zip(reversed(firsts), reversed(seconds)), range(n - 1, -1, -1)))
     return ranks
 
+
+# A 4-byte UTF-8 form of a code point above U+10FFFF, as unicode_cpt_from_utf8 decodes it
+# (lead F4 with 90..BF, or F5..F7). No lead byte is a continuation byte, so wherever this
+# matches, llama.cpp's decoder starts a sequence at its first byte.
+_ABOVE_UNICODE = re.compile(rb"(?:\xf4[\x90-\xbf]|[\xf5-\xf7][\x80-\xbf])[\x80-\xbf][\x80-\xbf]")
 
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 

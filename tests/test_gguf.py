@@ -298,3 +298,21 @@ def test_string_arrays_round_trip(strings, chunk):
             assert r.get("a") == strings and r.get("z") == 5
     finally:
         reader_mod._SCAN_CHUNK = old
+
+
+@pytest.mark.reference
+def test_ggml_type_table_matches_the_pinned_libggml():
+    """GGML_TYPES (block size, bytes per block) is what the pinned libggml says, for every id."""
+    import ctypes
+    from harness.gguf.reader import GGML_TYPE_COUNT, GGML_TYPES
+    from reference.build import artifacts
+    from reference.inproc import library
+    from needs import require
+    require(library)  # the shim loads libggml-base with libllama
+    base = next(artifacts().libllama.parent.glob("libggml-base.*"))
+    lib = ctypes.CDLL(str(base))
+    lib.ggml_blck_size.restype, lib.ggml_type_size.restype = ctypes.c_int64, ctypes.c_size_t
+    got = {t: (lib.ggml_blck_size(t), lib.ggml_type_size(t)) for t in range(GGML_TYPE_COUNT)}
+    assert got == GGML_TYPES
+    lib.ggml_type_name.restype = ctypes.c_char_p
+    assert lib.ggml_type_name(GGML_TYPE_COUNT - 1) not in (None, b"")  # the last id is a real type

@@ -53,7 +53,7 @@ def test_serve_answers_in_order_and_survives_bad_requests():
     assert code == 0, err
     assert len(out) == len(lines)
     tok = Tokenizer.from_gguf(path)
-    assert out[0] == {"n_vocab": tok.n_vocab, "vocab_type": "spm", "pre_type": "DEFAULT"}
+    assert out[0] == {"n_vocab": tok.n_vocab, "vocab_type": "spm", "pre_type": "DEFAULT", "batch": True}
     assert out[1] == {"ids": tok.encode("Hello world", add_special=True)}
     assert out[2] == {"ids": tok.encode("Hello<s>world", parse_special=True)}
     assert out[3] == {"ids": tok.encode(b"\xffA")}
@@ -92,3 +92,90 @@ def test_serve_refuses_a_missing_vocab(tmp_path):
 def test_handle_without_a_subprocess():
     assert "bad JSON" in handle(None, "{")["error"]
     assert "unknown op" in handle(None, '{"op": 3}')["error"]
+
+
+# --- hostile input: every line gets exactly one answer, and the server survives ------------------
+def _tiny_vocab(tmp_path) -> Path:
+    from harness.gguf.keys import GGUFValueType as T
+    from harness.gguf.writer import write_gguf
+    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "▁a", "▁b"]
+    path = tmp_path / "tiny.gguf"
+    write_gguf(path, {"general.architecture": (T.STRING, "bert"),
+                      "tokenizer.ggml.model": (T.STRING, "bert"),
+                      "tokenizer.ggml.tokens": (T.ARRAY, tokens, T.STRING),
+                      "tokenizer.ggml.token_type": (T.ARRAY, [3, 2, 3, 3, 1, 1], T.INT32),
+                      "tokenizer.ggml.unknown_token_id": (T.UINT32, 1)})
+    return path
+
+
+def run_raw(vocab: Path, data: bytes, env_extra: dict | None = None) -> tuple[int, list[dict], str]:
+    """The server fed raw bytes, with a strict UTF-8 stdin (PYTHONIOENCODING) unless told otherwise."""
+    import os
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8", **(env_extra or {})}
+    proc = subprocess.run([sys.executable, "-m", "harness", "serve", "--vocab", str(vocab)],
+                          input=data, capture_output=True, timeout=120, cwd=ROOT, env=env)
+    return proc.returncode, [json.loads(x) for x in proc.stdout.splitlines()], proc.stderr.decode()
+
+
+INFO = json.dumps({"op": "info"}).encode()
+
+
+@pytest.mark.parametrize("hostile, words", [
+    (b"[" * 100_000, "nested too deeply"),                     # RecursionError, not ValueError
+    (b'{"op": "encode", "text": "\xff\xfe"}', "not UTF-8"),  # strict stdin used to raise here
+    (b"", "empty request line"),                              # used to get no answer: a hang
+    (b"   \t", "empty request line"),
+    (b'{"op": "encode", "text": "\\ud800"}', "lone surrogate"),
+    (b"\x00\x01\x02", "bad JSON"),
+])
+def test_serve_answers_a_hostile_line_once_and_keeps_serving(tmp_path, hostile, words):
+    code, out, err = run_raw(_tiny_vocab(tmp_path), INFO + b"\n" + hostile + b"\n" + INFO + b"\n")
+    assert code == 0, err
+    assert len(out) == 3 and out[0] == out[2] and out[0]["vocab_type"] == "wpm", out
+    assert set(out[1]) == {"error"} and words in out[1]["error"], out[1]
+
+
+def test_serve_answers_the_last_line_without_a_newline(tmp_path):
+    code, out, err = run_raw(_tiny_vocab(tmp_path), INFO + b"\n" + INFO)
+    assert code == 0 and len(out) == 2, err
+
+
+def test_serve_refuses_a_line_over_the_limit_without_holding_it(tmp_path):
+    import io
+    from harness.serve import serve
+    stdin = io.BytesIO(INFO + b"\n" + b"x" * 5000 + b"\n" + b"y" * 3 + b"\n" + INFO + b"\n")
+    stdout = io.BytesIO()
+    serve(Tokenizer.from_gguf(_tiny_vocab(tmp_path)), stdin, stdout, limit=1000)
+    out = [json.loads(x) for x in stdout.getvalue().splitlines()]
+    assert len(out) == 4 and out[0] == out[3] and out[0]["vocab_type"] == "wpm"
+    assert "longer than 1000 bytes" in out[1]["error"] and "bad JSON" in out[2]["error"]
+
+
+def test_serve_error_messages_are_bounded(tmp_path):
+    code, out, err = run_raw(_tiny_vocab(tmp_path),
+                             json.dumps({"op": "encode", "text_hex": "z" * 100_000}).encode() + b"\n")
+    assert code == 0 and len(out) == 1 and len(out[0]["error"]) < 2100, err
+
+
+def test_batch_answers_each_request_in_order_and_info_says_so():
+    import json
+
+    from harness.serve import handle
+
+    class Tok:
+        class vocab:
+            n_vocab, vocab_type, pre_type = 3, "bpe", "QWEN2"
+
+        def encode(self, text, add_special=False, parse_special=False):
+            return [len(text)]
+
+        def token_to_piece(self, id, special=False):
+            return b"p%d" % id
+
+    line = json.dumps({"op": "batch", "requests": [
+        {"op": "encode", "text": "abc"}, {"op": "nope"}, {"op": "piece", "id": 2}, {"op": "batch"}]})
+    out = handle(Tok(), line)["responses"]
+    assert out[0] == {"ids": [3]} and "unknown op 'nope'" in out[1]["error"]
+    assert out[2] == {"bytes_hex": b"p2".hex()} and out[3] == {"error": "a batch cannot hold a batch"}
+    assert handle(Tok(), '{"op": "batch", "requests": 5}')["error"].startswith("'requests' must be a list")
+    assert handle(Tok(), '{"op": "info"}')["batch"] is True

@@ -213,10 +213,9 @@ def test_partition_is_iterative_on_long_input(tmp_path):
 
 def test_missing_algorithm_module_is_a_clear_error(tmp_path, monkeypatch):
     import harness.tokenizer as mod
-    tok = tiny(tmp_path, [b"<unk>", b"<s>", b"</s>"], [2, 3, 3])
     monkeypatch.setitem(mod._ALGORITHM_MODULES, "spm", "no_such_algorithm_module")
-    with pytest.raises(HarnessError, match="not available"):
-        tok.encode("hi")
+    with pytest.raises(HarnessError, match="not available"):  # at load: from_gguf builds the session
+        tiny(tmp_path, [b"<unk>", b"<s>", b"</s>"], [2, 3, 3])
 
 
 # --- encode framing and partition against llama.cpp -----------------------------------------

@@ -30,6 +30,7 @@ The input is the raw fragment bytes. Steps, as llama.cpp runs them:
 
 from __future__ import annotations
 
+import functools
 import re
 import struct
 from itertools import chain
@@ -37,6 +38,7 @@ from itertools import chain
 import numpy as np
 
 from harness.algorithms._cache import PieceMemo
+from harness.algorithms._prefixes import PrefixIndex
 from harness.algorithms.spm import _SEGMENT, UTF8_LEN, splits_at_spaces
 from harness.errors import VocabError
 
@@ -232,16 +234,18 @@ class Session:
         in_trie = np.flatnonzero(attrs & (ATTR_NORMAL | ATTR_USER_DEFINED | ATTR_UNUSED)).tolist()
         user = set(np.flatnonzero(attrs & ATTR_USER_DEFINED).tolist())
         tokens = vocab.tokens
-        # llama.cpp's token_matcher trie, as two hash tables: text -> id, and every proper
-        # prefix of a text (a trie node with children). Later ids win on equal texts, as
-        # naive_trie::insert overwrites (texts are unique after load anyway).
+        # llama.cpp's token_matcher trie, as a hash table text -> id and an index of every
+        # proper prefix of a text (a trie node with children), linear in the texts' size.
+        # Later ids win on equal texts, as naive_trie::insert overwrites (texts are unique
+        # after load anyway).
         self._ids: dict[bytes, int] = {tokens[i]: i for i in in_trie}
-        self._inner: set[bytes] = {tokens[i][:k] for i in in_trie for k in range(1, len(tokens[i]))}
+        self._trie_texts = [tokens[i] for i in in_trie]  # _inner is built from them on first use
         # Viterbi score per id; double, 0.0 for USER_DEFINED (V:1012).
         as_double = scores.tolist()  # float32 -> Python float, exactly
         self._score = {i: 0.0 if i in user else as_double[i] for i in in_trie}
         # The user-defined trie only answers "how deep can the input walk": every prefix.
-        self._user_nodes: set[bytes] = {tokens[i][:k] for i in user for k in range(1, len(tokens[i]) + 1)}
+        self._user_texts = [tokens[i] for i in user]
+        self._user_nodes = PrefixIndex(self._user_texts, proper=False)
         self._user_max = max((len(tokens[i]) for i in user), default=0)
         self._unk_score = float(_unknown_score(scores[attrs & ATTR_NORMAL != 0]))
         self._plain_run = self._plain_pattern({tokens[i][0] for i in user})
@@ -249,7 +253,16 @@ class Session:
         self._segments = PieceMemo(lambda seg: tuple(self._viterbi(seg.encode())), _CACHE_MAX)
         self._cuts_at_spaces: bool | None = None
         self._cuttable = self._space == ESCAPED_SPACE and splits_at_spaces(self._ids)
-        self._exact_len = _exact_length([self._score[i] for i in in_trie] + [self._unk_score])
+
+    # Built on first use: llama.cpp builds its tokenizer while loading, so the harness builds
+    # this session then too; these two take seconds on a 250k-token vocab and only Viterbi needs them.
+    @functools.cached_property
+    def _inner(self) -> PrefixIndex:
+        return PrefixIndex(self._trie_texts)
+
+    @functools.cached_property
+    def _exact_len(self) -> int:
+        return _exact_length(list(self._score.values()) + [self._unk_score])
 
     def _plain_pattern(self, user_first: set[int]) -> re.Pattern | None:
         """Runs of ASCII bytes that normalize_prefix passes through one by one unchanged.
@@ -379,7 +392,7 @@ class Session:
         so no normalize_prefix walk that starts before a space goes past it.
         Worked out on first need (the charsmap walk takes a moment)."""
         if self._cuts_at_spaces is None:
-            self._cuts_at_spaces = (all(b" " not in t[1:] for t in self._user_nodes)
+            self._cuts_at_spaces = (all(b" " not in t[1:] for t in self._user_texts)
                                     and not self._charsmap.byte_inside_keys(0x20))
         return self._cuts_at_spaces
 

@@ -33,6 +33,7 @@ import numpy as np
 
 from harness import unicode as U
 from harness.algorithms._cache import PieceMemo
+from harness.algorithms._prefixes import PrefixIndex
 
 LLAMA_TOKEN_NULL = -1  # what llama.cpp emits for a NULL special id (no unk in the vocab)
 SPACE_PREFIX = b"\xe2\x96\x81"  # ▁ U+2581, the "phantom space" of every word
@@ -145,7 +146,7 @@ class Session:
         self._breaks = _break_pattern(self._strip_accents)
         # ids per whitespace-free chunk: whitespace only ends words, so chunks are independent
         self._chunks = PieceMemo(lambda chunk: tuple(self.tokenize_whole(chunk.encode())), _WORD_CACHE_SIZE)
-        self._inner: set[bytes] | None = None
+        self._inner: PrefixIndex | None = None
 
     def tokenize(self, text: bytes) -> list[int]:
         """Ids for one raw fragment.
@@ -192,8 +193,9 @@ class Session:
             i = best
         return ids
 
-    def _prefixes(self) -> set[bytes]:
-        """Every proper prefix of a token text (built on first use: loading stays cheap)."""
+    def _prefixes(self) -> PrefixIndex:
+        """Every proper prefix of a token text (built on first use: loading stays cheap),
+        in memory linear in the vocab's size however long its texts."""
         if self._inner is None:
-            self._inner = {t[:k] for t in self._token_to_id for k in range(1, len(t))}
+            self._inner = PrefixIndex(self._token_to_id)
         return self._inner

@@ -25,14 +25,13 @@ from __future__ import annotations
 
 import json
 import os
-import queue
 import shlex
 import subprocess
 import tempfile
-import threading
 from pathlib import Path
 from typing import Protocol, Sequence, runtime_checkable
 
+from harness.conformance.channel import MAX_LINE, ChannelError, LineChannel
 from harness.errors import PortError, PortRequestError, PortUnsupported
 
 DEFAULT_TIMEOUT = float(os.environ.get("PORT_TIMEOUT", "30"))
@@ -114,7 +113,7 @@ class ExternalPort:
     """
 
     def __init__(self, command: str, vocab_path: str | Path, *, n_vocab: int = 0,
-                 timeout: float = DEFAULT_TIMEOUT):
+                 timeout: float = DEFAULT_TIMEOUT, max_line: int = MAX_LINE):
         self.argv = split_command(command, vocab_path)
         self.command, self.timeout, self._n_vocab = command, timeout, n_vocab
         self._stderr = tempfile.TemporaryFile()  # a file, not a pipe: a chatty port cannot block
@@ -123,16 +122,10 @@ class ExternalPort:
                                          stderr=self._stderr)
         except OSError as e:
             raise PortError(f"cannot start port {self.argv!r}: {e}. Check the PORT command.") from e
-        self._lines: queue.Queue = queue.Queue()
-        threading.Thread(target=self._pump, daemon=True).start()
+        # Non-blocking pipes under one deadline per request: see harness.conformance.channel.
+        self._channel = LineChannel(self.proc.stdin, self.proc.stdout, max_line=max_line)
         self.dead: PortError | None = None
         self._info: dict | None = None
-
-    def _pump(self) -> None:
-        # Reading on a thread is what makes a per-request timeout possible.
-        for line in self.proc.stdout:
-            self._lines.put(line)
-        self._lines.put(None)
 
     def stderr(self) -> str:
         """Everything the port wrote to stderr so far."""
@@ -219,18 +212,16 @@ class ExternalPort:
             raise PortError(f"port {self.command!r} is down after an earlier error:\n{self.dead}",
                             stderr=self.dead.stderr)
         try:
-            self.proc.stdin.write(json.dumps(request, ensure_ascii=True).encode() + b"\n")
-            self.proc.stdin.flush()
-        except (BrokenPipeError, OSError):
-            raise self._fail(f"exited (code {self.proc.poll()}) before reading", request) from None
-        try:
-            line = self._lines.get(timeout=self.timeout)
-        except queue.Empty:
-            raise self._fail(f"hung: no answer within {self.timeout:g} s "
-                             "(set PORT_TIMEOUT to allow more)", request) from None
-        if line is None:
-            self.proc.wait(timeout=5)
-            raise self._fail(f"crashed (exit code {self.proc.returncode})", request)
+            line = self._channel.exchange(json.dumps(request, ensure_ascii=True).encode() + b"\n",
+                                          self.timeout)
+        except ChannelError as e:
+            if e.kind in ("eof", "closed-stdin"):
+                try:
+                    self.proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    raise self._fail(f"{e} but is still running", request) from None
+                raise self._fail(f"crashed (exit code {self.proc.returncode}): {e}", request) from None
+            raise self._fail(str(e), request) from None
         try:
             response = json.loads(line)
         except ValueError:
@@ -289,12 +280,13 @@ class ExternalPort:
 
     @property
     def unsupported(self) -> frozenset[str]:
-        """What ``info`` declares the port cannot express (see :func:`needs`)."""
+        """What ``info`` declares the port cannot express (``VocabUnderTest.unsupported_reason``)."""
         declared = self.info().get("unsupported", [])
         return frozenset(str(x).lower() for x in declared) if isinstance(declared, list) else frozenset()
 
     def close(self) -> None:
         """Stop the process (idempotent)."""
+        self._channel.close()
         if self.proc.poll() is None:
             try:
                 self.proc.stdin.close()

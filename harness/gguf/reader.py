@@ -44,6 +44,19 @@ _SCALAR = {t: struct.Struct(d.replace("<u1", "<B").replace("<i1", "<b").replace(
 MAX_ARRAY_DEPTH = 8           # nested arrays deeper than this are a depth bomb
 MAX_TENSOR_DIMS = 4           # GGML_MAX_DIMS
 MAX_TENSOR_NAME = 63          # GGML_MAX_NAME - 1 (llama.cpp rejects >= 64)
+_INT64_MAX = (1 << 63) - 1
+_SIZE_MAX = (1 << 64) - 1
+# ggml type id -> (block size, bytes per block) at the pin (ggml_blck_size, ggml_type_size);
+# (0, 0) marks an id whose support was removed. tests/test_gguf.py checks it against libggml.
+GGML_TYPES = {
+    0: (1, 4), 1: (1, 2), 2: (32, 18), 3: (32, 20), 4: (0, 0), 5: (0, 0), 6: (32, 22), 7: (32, 24),
+    8: (32, 34), 9: (32, 36), 10: (256, 84), 11: (256, 110), 12: (256, 144), 13: (256, 176),
+    14: (256, 210), 15: (256, 292), 16: (256, 66), 17: (256, 74), 18: (256, 98), 19: (256, 50),
+    20: (32, 18), 21: (256, 110), 22: (256, 82), 23: (256, 136), 24: (1, 1), 25: (1, 2), 26: (1, 4),
+    27: (1, 8), 28: (1, 8), 29: (256, 56), 30: (1, 2), 31: (0, 0), 32: (0, 0), 33: (0, 0),
+    34: (256, 54), 35: (256, 66), 36: (0, 0), 37: (0, 0), 38: (0, 0), 39: (32, 17), 40: (64, 36),
+    41: (128, 18), 42: (64, 18)}
+GGML_TYPE_COUNT = len(GGML_TYPES)
 _MIN_ITEM_SIZE = {GGUFValueType.STRING: 8, GGUFValueType.ARRAY: 12}
 
 
@@ -247,6 +260,51 @@ def _read_array(cur: _Cursor, depth: int) -> tuple[Any, GGUFValueType]:
     return [v.tolist() if isinstance(v, StringArraySpans) else v for v in items], item_type
 
 
+def _check_tensor_shape(cur: _Cursor, name: str, shape: tuple[int, ...], ggml_type: int, at: int) -> None:
+    """gguf.cpp's checks of one tensor's shape and type, in its order."""
+    ne = list(shape) + [1] * (MAX_TENSOR_DIMS - len(shape))
+    if any(x > _INT64_MAX for x in ne):  # read as int64 there: negative
+        raise cur.fail(f"tensor {name!r} has a negative dimension {[x - (1 << 64) if x > _INT64_MAX else x for x in ne]}")
+    nel = _int64(ne[0] * ne[1] * ne[2] * ne[3])  # ggml_nelements, wrapping as int64 does
+    if nel > 0 and (_INT64_MAX // ne[1] <= ne[0] or _INT64_MAX // ne[2] <= ne[0] * ne[1]
+                    or _INT64_MAX // ne[3] <= ne[0] * ne[1] * ne[2]):
+        raise cur.fail(f"tensor {name!r} shape {tuple(ne)} has more than INT64_MAX elements")
+    signed = ggml_type - (1 << 32) if ggml_type >= 1 << 31 else ggml_type  # an int32 enum there
+    if not 0 <= signed < GGML_TYPE_COUNT:
+        raise cur.fail(f"tensor {name!r} has invalid ggml type {signed} (valid: 0..{GGML_TYPE_COUNT - 1})", at)
+    blck, size = GGML_TYPES[ggml_type]
+    if blck == 0 or ne[0] % blck:
+        raise cur.fail(f"tensor {name!r} of ggml type {ggml_type} has {ne[0]} elements per row, not a "
+                       f"multiple of its block size {blck} (0: a removed type)", at)
+    per_block = abs(nel) // blck * (1 if nel >= 0 else -1)  # C division truncates toward zero
+    if per_block & _SIZE_MAX > _SIZE_MAX // size:
+        raise cur.fail(f"tensor {name!r} shape {tuple(ne)} has a size in bytes above SIZE_MAX", at)
+
+
+def _int64(x: int) -> int:
+    x &= _SIZE_MAX
+    return x - (1 << 64) if x > _INT64_MAX else x
+
+
+def tensor_nbytes(shape: tuple[int, ...], ggml_type: int) -> int:
+    """``ggml_nbytes`` (size_t arithmetic) of a tensor that passed :func:`_check_tensor_shape`.
+
+    >>> tensor_nbytes((4, 2), 0), tensor_nbytes((64,), 2), tensor_nbytes((0, 3), 0)
+    (32, 36, 0)
+    """
+    ne = list(shape) + [1] * (MAX_TENSOR_DIMS - len(shape))
+    if any(x <= 0 for x in ne):
+        return 0
+    blck, size = GGML_TYPES[ggml_type]
+    nb = [size, size * (ne[0] // blck) & _SIZE_MAX]
+    for j in range(2, MAX_TENSOR_DIMS):
+        nb.append(nb[j - 1] * ne[j - 1] & _SIZE_MAX)
+    n = size if blck == 1 else (ne[0] * nb[0] & _SIZE_MAX) // blck
+    for j in range(0 if blck == 1 else 1, MAX_TENSOR_DIMS):
+        n = (n + (ne[j] - 1) * nb[j]) & _SIZE_MAX
+    return n
+
+
 def _read_value(cur: _Cursor, vtype: GGUFValueType) -> tuple[Any, GGUFValueType | None]:
     if vtype == GGUFValueType.STRING:
         return cur.string("string value"), None
@@ -303,6 +361,7 @@ class GGUFReader:
 
     def _parse_kv(self, cur: _Cursor) -> None:
         self._fields: dict[str, GGUFField] = {}
+        self._cstr: dict[str, GGUFField] = {}  # see find()
         for i in range(self.n_kv):
             start = cur.pos
             cur.key = None
@@ -315,6 +374,7 @@ class GGUFReader:
             vtype = cur.value_type("value type")
             value, item_type = _read_value(cur, vtype)
             self._fields[key] = GGUFField(key, vtype, value, item_type, start, cur.pos)
+            self._cstr.setdefault(key.split("\0", 1)[0], self._fields[key])
         cur.key = None
         self.alignment = GGUF_DEFAULT_ALIGNMENT
         al = self._fields.get(Keys.General.ALIGNMENT)
@@ -329,6 +389,8 @@ class GGUFReader:
         self.kv_end = cur.pos
 
     def _parse_tensor_infos(self, cur: _Cursor) -> None:
+        """Tensor-info records, refused where gguf_init_from_file_impl (gguf.cpp) and
+        llama_tensor_weight refuse them, so a file loads here iff it loads there."""
         # smallest tensor info: 8 (name len) + 4 (n_dims) + 4 (type) + 8 (offset)
         if self.n_tensors > (cur.end - cur.pos) // 24:
             raise cur.fail(f"tensor count {self.n_tensors} cannot fit in the {cur.end - cur.pos} bytes left")
@@ -337,25 +399,44 @@ class GGUFReader:
         for i in range(self.n_tensors):
             at = cur.pos
             name = cur.string(f"name of tensor {i}")
-            if len(name.encode("utf-8", "surrogateescape")) > MAX_TENSOR_NAME or name in names:
+            cname = name.split("\0", 1)[0]  # ggml_set_name copies the C string
+            if len(name.encode("utf-8", "surrogateescape")) > MAX_TENSOR_NAME or cname in names:
                 raise cur.fail(f"tensor {i} name {name!r} is too long or duplicated", at)
             n_dims = cur.u32(f"n_dims of tensor {name!r}")
             if n_dims > MAX_TENSOR_DIMS:
                 raise cur.fail(f"tensor {name!r} has {n_dims} dims (max {MAX_TENSOR_DIMS})")
             shape = tuple(cur.u64(f"dim {j} of tensor {name!r}") for j in range(n_dims))
+            at = cur.pos
             ggml_type = cur.u32(f"type of tensor {name!r}")
+            _check_tensor_shape(cur, name, shape, ggml_type, at)
             offset = cur.u64(f"offset of tensor {name!r}")
-            names.add(name)
+            names.add(cname)
             self.tensors.append(TensorInfo(name, shape, ggml_type, offset))
         self.tensor_info_end = cur.pos
         pad = -cur.pos % self.alignment
         self.data_offset = cur.pos + pad if self.n_tensors else cur.pos
         if self.data_offset > cur.end:
             raise cur.fail("data section starts past end of file (missing alignment padding)")
+        self._check_tensor_offsets(cur.end)
+
+    def _check_tensor_offsets(self, file_size: int) -> None:
+        """Each tensor starts where the previous one's padded data ends (gguf.cpp), and its
+        data lies inside the file (llama_tensor_weight)."""
+        expected = 0
         for t in self.tensors:
-            if t.offset > cur.end - self.data_offset:
-                raise GGUFFormatError(f"tensor {t.name!r} offset {t.offset} is past the end of the data section",
-                                      path=self.path, offset=self.tensor_info_end)
+            def fail(msg: str) -> GGUFFormatError:
+                return GGUFFormatError(f"tensor {t.name!r} {msg} (llama.cpp refuses the file)",
+                                       path=self.path, offset=self.tensor_info_end)
+            if t.offset != expected:
+                raise fail(f"has offset {t.offset}, expected {expected}")
+            nbytes = tensor_nbytes(t.shape, t.ggml_type)
+            padded = (nbytes + self.alignment - 1) & ~(self.alignment - 1) & _SIZE_MAX
+            if _SIZE_MAX - expected < padded:
+                raise fail(f"size overflows: {expected} + {padded}")
+            start = self.data_offset + t.offset
+            if start + nbytes > _SIZE_MAX or start + nbytes > file_size:
+                raise fail(f"data ({nbytes} bytes at {start}) is not within the file ({file_size} bytes)")
+            expected += padded
 
     # -- access ------------------------------------------------------------
     @property
@@ -366,6 +447,16 @@ class GGUFReader:
     def field(self, key: str) -> GGUFField | None:
         """The full record (type, item type, file span) for ``key``, or ``None``."""
         return self._fields.get(key)
+
+    def find(self, key: str) -> GGUFField | None:
+        """``gguf_find_key``: the first record whose key, read as a C string (cut at its
+        first NUL), equals ``key``. llama.cpp looks keys up this way; :meth:`field` is exact.
+
+        >>> r = GGUFReader.__new__(GGUFReader); r._cstr = {"a": "record of 'a\\x00b'"}
+        >>> r.find("a")
+        "record of 'a\\x00b'"
+        """
+        return self._cstr.get(key)
 
     def get(self, key: str, default: Any = None) -> Any:
         """Value of ``key`` or ``default``.
