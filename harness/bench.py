@@ -243,6 +243,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--bytes", type=int, default=None, help="corpus size (default: the pinned corpus)")
     ap.add_argument("--out", default="reports/bench.json")
     ap.add_argument("--conformance-report", default="reports/conformance.json")
+    ap.add_argument("--engine-vocab", default="qwen2",
+                    help="vocab of the engine table (cases/s per worker vs the oracle's own rate)")
+    ap.add_argument("--engine-texts", type=int, default=3000, help="fast-phase texts in the engine table")
     args = ap.parse_args(argv)
     text = corpus(args.bytes) if args.bytes else corpus()
     if not args.bytes and sha256(text) != CORPUS_SHA256:
@@ -258,10 +261,14 @@ def main(argv: list[str] | None = None) -> int:
                                                "chunks": len(parts)},
               "flags": FLAGS, "repeat": args.repeat, "rows": rows,
               "conformance": conformance_throughput(Path(args.conformance_report))}
+    from harness import bench_engine
+    print(f"bench: engine on {args.engine_vocab} ...", file=sys.stderr, flush=True)
+    report["engine"] = bench_engine.measure(args.engine_vocab, args.engine_texts)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(report, indent=2))
     print(table(rows))
     print(throughput_line(report["conformance"], Path(args.conformance_report)))
+    print(bench_engine.table(report["engine"]))
     print(f"\nmachine: {report['machine']}; corpus {report['corpus']['bytes']} bytes "
           f"sha256 {report['corpus']['sha256'][:16]}...; written to {args.out}")
     return 0

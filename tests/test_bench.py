@@ -46,8 +46,15 @@ def test_bench_runs_end_to_end(tmp_path):
     require(vocab_path, "gpt-2")
     out = tmp_path / "bench.json"
     assert bench.main(["--vocabs", "gpt-2", "llama-spm", "--bytes", "20000", "--repeat", "1",
-                       "--out", str(out), "--conformance-report", str(tmp_path / "none.json")]) == 0
-    rows = json.loads(out.read_text())["rows"]
+                       "--out", str(out), "--conformance-report", str(tmp_path / "none.json"),
+                       "--engine-vocab", "gpt-2", "--engine-texts", "200"]) == 0
+    report = json.loads(out.read_text())
+    rows = report["rows"]
+    # The engine table: every port checked every text, found nothing, next to the oracle's rate.
+    engine = report["engine"]
+    assert sorted(engine["ports"]) == ["harness", "harness serve", "llama.cpp"]
+    assert all(p["cases"] == 200 and p["divergent"] == 0 and p["port_errors"] == 0 for p in engine["ports"].values())
+    assert engine["oracle_encode_per_s"] > 0 and engine["hypothesis_cases_per_s"] > 0
     assert [r["vocab"] for r in rows] == ["gpt-2", "llama-spm"]
     assert all(r["ids_identical"] for r in rows)
     assert all(r["ratios"]["encode_cold"] > 0 and r["ratios"]["load"] > 0 for r in rows)
