@@ -104,7 +104,8 @@ def vocab_texts(path: str | Path, reference: Port) -> VocabTexts:
     types = r.get("tokenizer.ggml.token_type")
     specials = sorted({t.decode("utf-8", "replace") for i, t in enumerate(tokens)
                        if (types is not None and int(types[i]) in _SPECIAL_TYPES) or t in EOG_TEXTS})
-    return VocabTexts(LazyPieces(reference), tuple(specials))
+    from harness.conformance.vocabgen import vocab_adversarial
+    return VocabTexts(LazyPieces(reference), tuple(specials), vocab_adversarial(path, reference))
 
 
 @dataclass

@@ -37,6 +37,8 @@ MUTANTS = {
     "lstrip_ignored": ("gpt-2+mask", "a token's LSTRIP attribute ignored (spaces before <mask> kept)"),
     "nfc_input": ("llama-bpe", "input NFC-normalised before tokenizing"),
     "decode_drops_leading_space": ("qwen2", "decode drops a leading space of the output"),
+    "platform_unicode": ("qwen2", "pre-tokenizer classifies code points with the regex module's "
+                                  "Unicode (18.0), not llama.cpp's 15.1 tables"),
 }
 
 
@@ -168,6 +170,9 @@ def make_mutant(name: str, vocab_path: str | Path, reference):
         return EncodeWith(reference, _reference(path))
     if name in ("ascii_whitespace", "case_sensitive_contractions"):
         return SplitBugPort(reference, vocab_path, name)
+    if name == "platform_unicode":
+        from harness.conformance.wordbpe import PlatformUnicodePort
+        return PlatformUnicodePort(reference, vocab_path)
     if name == "bos_qwen2":
         bos = GGUFReader(vocab_path).get("tokenizer.ggml.bos_token_id", 11)
         return BosAlways(reference, int(bos))
