@@ -137,8 +137,14 @@ def _regex_cats() -> list[str]:
 
 
 def _category_classes(name: str, cats: list[str], llama_flags) -> dict[str, set[int]]:
-    """newer/older assignments and changed categories vs llama.cpp's flags."""
-    out = {f"assigned_only_in_{name}": set(), f"unassigned_in_{name}": set(), f"category_{name}": set()}
+    """Newer/older assignments and changed categories vs llama.cpp's flags, split by the
+    category that matters to a splitter (``:L`` letter, ``:N``, ``:P``, ``:S``, ``:M``,
+    ``:Z``, ``:C``): the platform's for ``assigned_only_in_*`` and ``category_*``,
+    llama.cpp's for ``unassigned_in_*``. Drawing the class first gives every kind of
+    change the same weight (a new punctuation mark is rarer than a new letter, and
+    matters more)."""
+    letter = {v: k for k, v in _FLAG_OF.items()}
+    out: dict[str, set[int]] = {}
     for cp in range(N):
         if cp in SURROGATES:
             continue
@@ -146,11 +152,12 @@ def _category_classes(name: str, cats: list[str], llama_flags) -> dict[str, set[
         if mine == theirs:
             continue
         if mine == UNDEFINED:
-            out[f"assigned_only_in_{name}"].add(cp)
+            key = f"assigned_only_in_{name}:{cats[cp][0]}"
         elif theirs == UNDEFINED:
-            out[f"unassigned_in_{name}"].add(cp)
+            key = f"unassigned_in_{name}:{letter.get(mine, '?')}"
         else:
-            out[f"category_{name}"].add(cp)
+            key = f"category_{name}:{cats[cp][0]}"
+        out.setdefault(key, set()).add(cp)
     return out
 
 

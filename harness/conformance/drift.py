@@ -6,21 +6,27 @@ JavaScript), whose Unicode version and whose ``\\s``/``\\d``/``\\w`` differ. The
 classes (``CLASSES``: name -> code point ranges) are computed from the tables by
 tools/gen_drift_tables.py, which documents each source; sizes at the pin:
 
-========================================  ======  =========================================
-class                                     size    what differs
-========================================  ======  =========================================
-assigned_only_in_ud16.0                     5185  Cn for llama.cpp, assigned in Unicode 16.0
-assigned_only_in_ud17.0                     9988  ... in 17.0
-assigned_only_in_regex=..._ud18.0          22995  ... in 18.0 (the regex module's version)
-unassigned_in_py311                         5116  assigned for llama.cpp, Cn in Python 3.11 (14.0)
-unassigned_in_ud15.0                         627  ... Cn in 15.0 (CJK Ext I and others, new in 15.1)
-nfd_ud16.0=nfd_ud17.0=nfd_ud18.0              20  NFD first code point (new decompositions)
-lowercase_py311 / uppercase_py311          1 / 27 simple case maps vs str.lower()/upper()
-js_s / icu_s / java_s / go_s         2 / 2 / 19 / 20  \\s vs llama.cpp's WHITESPACE set
-java_isWhitespace_s / python_re_s            8 / 4  Character.isWhitespace, str.isspace()
-go_d=java_d=js_d / icu_d=regex_d / python_re_d      \\d vs \\p{N}: 1821 / 1241 / 1171
-icu_w / regex_w / python_re_w   25368 / 25498 / 5010  \\w vs [\\p{L}\\p{N}_]
-========================================  ======  =========================================
+=============================================  =====  ====================================
+class (``:X`` = category letter L N P S M)        size  what differs
+=============================================  =====  ====================================
+assigned_only_in_ud16.0:L/M/N/P/S               5185  Cn for llama.cpp, assigned in 16.0
+                                                      (4302 L, 51 M, 80 N, 13 P, 739 S)
+assigned_only_in_ud17.0:L/M/N/P/S               9988  ... in 17.0 (8946/93/93/14/842)
+assigned_only_in_regex:X=..._ud18.0:X          22995  ... in 18.0, the regex module's
+                                                      Unicode (21446/130/416/18/985)
+unassigned_in_py311:C/L/M/N/P/S                 5116  assigned for llama.cpp (by its
+                                                      category), Cn in Python 3.11 (14.0)
+unassigned_in_ud15.0:L/S                         627  ... Cn in 15.0 (new in 15.1)
+nfd_ud16.0=nfd_ud17.0=nfd_ud18.0                  20  NFD first code point
+lowercase_py311 / uppercase_py311             1 / 27  simple case maps vs str.lower/upper
+js_s / icu_s / java_s / go_s             2/2/19/20  \\s vs llama.cpp's WHITESPACE set
+java_isWhitespace_s / python_re_s              8 / 4  Character.isWhitespace, str.isspace
+go_d=java_d=js_d / icu_d=regex_d / python_re_d        \\d vs \\p{N}: 1821 / 1241 / 1171
+icu_w / regex_w / python_re_w     25368/25498/5010  \\w vs [\\p{L}\\p{N}_]
+=============================================  =====  ====================================
+
+Go/Java/JS ``\\w`` (ASCII only) differs on every non-ASCII letter and number: the
+script families draw those already, so it is not stored.
 
 No general category of an assigned code point differs (at the granularity
 llama.cpp keeps: L N P S M Z C) between its tables and Unicode 14.0-18.0, and

@@ -1,0 +1,249 @@
+"""``make coverage``: how much of llama.cpp's tokenizer code the conformance suite reaches.
+
+Builds the pinned llama.cpp a second time with gcov instrumentation (``--coverage
+-O0``) in its own cached build directory (the normal reference build is
+untouched), runs the conformance suite against it (``PORT=llama.cpp``,
+``LLAMA_CONFORMANCE_BUILD`` pointing at it) one phase at a time, and after each
+phase takes a gcovr snapshot, so every line is attributed to the phase that
+first reached it. Phases: the golden files, the crosscheck, then the
+differential test once per strategy family (``STRATEGY_FAMILIES=<name>``,
+``KNOWN_EXAMPLES=0``), then the fixed known-bug examples.
+
+Measured code: in ``src/llama-vocab.cpp`` the tokenizer sessions and tokenizers
+(``llm_tokenizer_*``), ``tokenizer_st_partition``, ``tokenize``,
+``token_to_piece`` and ``detokenize``; all of ``src/unicode.cpp``.
+
+Outputs (``--out``, default ``reports``): ``coverage.json`` (top level
+``lines_covered``, ``lines_total``, ``branches_covered``, ``branches_total``,
+``unreachable`` [{file, line, reason}], ``by_family`` {phase: lines first
+reached}) and ``coverage/index.html`` (gcovr's pages, uncovered lines in red).
+
+    python -m harness.coverage --profile ci          # what `make coverage` runs
+
+>>> in_scope("src/llama-vocab.cpp", "llm_tokenizer_bpe_session::tokenize(std::string const&, std::vector<int>&)")
+True
+>>> in_scope("src/llama-vocab.cpp", "llama_vocab::impl::load(llama_model_loader&, LLM_KV const&)")
+False
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from harness.errors import HarnessError
+
+FILES = ("src/llama-vocab.cpp", "src/unicode.cpp")
+# Function names (gcovr's demangled names) measured in llama-vocab.cpp.
+_VOCAB_FUNCS = re.compile(r"^(llm_tokenizer_\w+|naive_trie::|llama_vocab::impl::(tokenizer_st_partition|tokenize|"
+                          r"token_to_piece|detokenize|_try_copy|byte_to_token|token_to_byte)\b|"
+                          r"llama_vocab::(tokenize|token_to_piece|detokenize)\b|llama_(tokenize|detokenize|"
+                          r"token_to_piece)\b)")
+COVERAGE_CMAKE = (("CMAKE_BUILD_TYPE", "Debug"), ("CMAKE_C_FLAGS", "--coverage -O0"),
+                  ("CMAKE_CXX_FLAGS", "--coverage -O0"), ("CMAKE_SHARED_LINKER_FLAGS", "--coverage"),
+                  ("CMAKE_EXE_LINKER_FLAGS", "--coverage"))
+_STAMP = "complete.json"
+
+# Which pinned-vocab property a function needs: llama-vocab.cpp tokenizers by vocab type
+# (tokenizer.ggml.model), unicode.cpp custom splitters by pre-type.
+_NEEDS_MODEL = {"llm_tokenizer_rwkv": "rwkv", "llm_tokenizer_plamo2": "plamo2",
+                "llm_tokenizer_ugm": "t5", "llm_tokenizer_wpm": "bert", "llm_tokenizer_spm": "llama",
+                "llm_tokenizer_bpe": "gpt2"}
+_NEEDS_PRE = {"unicode_regex_split_custom_kimi_k2": "KIMI_K2", "unicode_regex_split_custom_afmoe": "AFMOE",
+              "unicode_regex_split_custom_llama3": "LLAMA3", "unicode_regex_split_custom_gpt2": "GPT2",
+              "unicode_regex_split_custom_qwen2": "QWEN2"}
+
+
+def in_scope(file: str, function: str) -> bool:
+    """Whether a line of ``file`` inside ``function`` is measured."""
+    if file.endswith("unicode.cpp"):
+        return True
+    return bool(_VOCAB_FUNCS.match(function or ""))
+
+
+# --- the instrumented build ------------------------------------------------------------------
+def coverage_build(source_dir: Path) -> Path:
+    """Configure and build libllama + the shim with gcov flags; cached by pin and options."""
+    from reference import build as rb
+    from reference import lock as rl
+    from reference.paths import cache_dir
+    commit = rl.load().commit
+    key = rb.build_key(commit, "coverage:" + json.dumps(COVERAGE_CMAKE))
+    arts = rb.Artifacts(cache_dir() / "build-coverage" / key)
+    stamp = arts.build_dir / _STAMP
+    if stamp.is_file():
+        print(f"coverage: instrumented build up to date ({arts.build_dir})", file=sys.stderr)
+        return arts.build_dir
+    arts.build_dir.mkdir(parents=True, exist_ok=True)
+    log = arts.build_dir / "build.log"
+    options = dict(rb.CMAKE_OPTIONS) | dict(COVERAGE_CMAKE)
+    configure = ["cmake", "-S", str(source_dir), "-B", str(arts.build_dir)]
+    configure += [f"-D{k}={v}" for k, v in options.items()]
+    jobs = str(os.cpu_count() or 2)
+    compile_cmd = ["cmake", "--build", str(arts.build_dir), "-j", jobs, "--target", *rb.TARGETS]
+    print(f"coverage: building instrumented llama.cpp {commit[:12]} in {arts.build_dir} "
+          f"(about 10 minutes on 2 cores; log: {log})", file=sys.stderr)
+    with open(log, "w") as fh:
+        for cmd in (configure, compile_cmd, rb._shim_command(source_dir, arts) + ["--coverage"]):
+            rb._run_logged(cmd, fh, log)
+    stamp.write_text(json.dumps({"commit": commit, "options": options, "source": str(source_dir)}, indent=2))
+    return arts.build_dir
+
+
+def _source_dir() -> Path:
+    from reference import lock, sources
+    return Path(sources.make_source(lock.load(), None).tree())
+
+
+# --- snapshots -------------------------------------------------------------------------------
+def snapshot(build_dir: Path, source_dir: Path, out_json: Path, html: Path | None = None) -> dict:
+    """gcovr over the build's .gcda files: {(file, line): (count, [branch counts], function)}."""
+    filters = [f"--filter={re.escape(str(source_dir / f))}$" for f in FILES]
+    cmd = [sys.executable, "-m", "gcovr", "--root", str(source_dir), *filters,
+           "--json", str(out_json), str(build_dir)]
+    if html is not None:
+        html.parent.mkdir(parents=True, exist_ok=True)
+        cmd += ["--html-details", str(html), "--html-title", "llama.cpp tokenizer coverage (conformance suite)"]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise HarnessError(f"gcovr failed (exit {proc.returncode}): {proc.stderr[-2000:]}\n"
+                           f"install it with `pip install -e '.[coverage]'` (make coverage does)")
+    data = json.loads(out_json.read_text(encoding="utf-8"))
+    lines = {}
+    for f in data["files"]:
+        name = f["file"]
+        for ln in f["lines"]:
+            fn = ln.get("function_name") or ""
+            if ln.get("gcovr/noncode") or not in_scope(name, fn):
+                continue
+            key = (name, ln["line_number"])
+            count, branches, _ = lines.get(key, (0, [], fn))
+            lines[key] = (count + ln["count"], branches + [b["count"] for b in ln.get("branches", [])], fn)
+    return lines
+
+
+def summarise(lines: dict) -> dict:
+    covered = {k for k, (c, _, _) in lines.items() if c > 0}
+    branches = [b for _, bs, _ in lines.values() for b in bs]
+    return {"lines_covered": len(covered), "lines_total": len(lines),
+            "branches_covered": sum(1 for b in branches if b > 0), "branches_total": len(branches)}
+
+
+def unreachable(lines: dict, models: set[str], pre_types: set[str]) -> list[dict]:
+    """Uncovered lines whose function needs a vocab type or pre-type no pinned vocab has."""
+    out = []
+    for (file, line), (count, _, fn) in sorted(lines.items()):
+        if count:
+            continue
+        for prefix, model in _NEEDS_MODEL.items():
+            if fn.startswith(prefix) and model not in models:
+                out.append({"file": file, "line": line, "reason": f"vocab type {model}: no pinned vocab"})
+                break
+        else:
+            for prefix, pre in _NEEDS_PRE.items():
+                if fn.startswith(prefix) and pre not in pre_types:
+                    out.append({"file": file, "line": line, "reason": f"pre-type {pre}: no pinned vocab"})
+                    break
+    return out
+
+
+def pinned_models_and_pre_types() -> tuple[set[str], set[str]]:
+    from harness.conformance.checks import pre_type_label
+    from harness.gguf import GGUFReader
+    from reference.vocabs import names, vocab_path
+    models, pres = set(), set()
+    for n in names():
+        p = vocab_path(n)
+        models.add(GGUFReader(p).get("tokenizer.ggml.model"))
+        pres.add(pre_type_label(p))
+    return models, pres
+
+
+# --- phases ----------------------------------------------------------------------------------
+def phases(only: list[str] | None) -> list[tuple[str, list[str], dict]]:
+    """(name, suite test files, extra environment) in run order."""
+    from harness.conformance import strategies, suite
+    sdir = Path(suite.__file__).parent
+    diff = str(sdir / "test_differential.py")
+    out = [("golden", [str(sdir / "test_golden.py")], {}),
+           ("crosscheck", [str(sdir / "test_crosscheck.py")], {})]
+    for fam in strategies.FRAGMENT_FAMILIES:
+        out.append((f"strategy:{fam}", [diff], {"STRATEGY_FAMILIES": fam, "KNOWN_EXAMPLES": "0"}))
+    out.append(("known_examples", [diff], {"STRATEGY_FAMILIES": "ascii_words", "KNOWN_EXAMPLES": "1"}))
+    if only:
+        out = [p for p in out if p[0] in only or p[0].split(":")[-1] in only]
+    return out
+
+
+def run_phase(files: list[str], env_extra: dict, build_dir: Path, profile: str, jobs: str,
+              python: str, cwd: Path) -> int:
+    env = {**os.environ, "PORT": "llama.cpp", "LLAMA_CONFORMANCE_BUILD": str(build_dir),
+           "HYPOTHESIS_PROFILE": profile, "LLAMA_CONFORMANCE_REQUIRE_REFERENCE": "1", **env_extra}
+    cmd = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", jobs, "--dist", "loadgroup",
+           "-p", "harness.conformance.plugin", "--conformance-reports", str(cwd / "reports" / ".coverage-run"),
+           "--hypothesis-seed=0", *files]
+    return subprocess.run(cmd, env=env, cwd=cwd, stdout=subprocess.DEVNULL).returncode
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description="gcov coverage of llama.cpp's tokenizer under the conformance suite")
+    ap.add_argument("--profile", default=os.environ.get("HYPOTHESIS_PROFILE") or "ci")
+    ap.add_argument("--out", type=Path, default=Path("reports"))
+    ap.add_argument("--jobs", default=os.environ.get("JOBS") or "auto")
+    ap.add_argument("--phases", nargs="*", help="run only these phases (default: all)")
+    ap.add_argument("--python", default=sys.executable,
+                    help="the interpreter running the suite (another checkout's venv measures its strategies)")
+    ap.add_argument("--suite-cwd", type=Path, default=Path.cwd(), help="where the suite runs")
+    ap.add_argument("--whole-suite", action="store_true",
+                    help="one phase: the whole suite as the --python checkout has it (a before/after baseline)")
+    args = ap.parse_args(argv)
+    source = _source_dir()
+    build_dir = coverage_build(source)
+    for gcda in build_dir.rglob("*.gcda"):
+        gcda.unlink()  # counts start from zero on every run
+    args.out.mkdir(parents=True, exist_ok=True)
+    snap_dir = args.out / "coverage"
+    snap_dir.mkdir(parents=True, exist_ok=True)
+    if args.whole_suite:
+        sdir = subprocess.run([args.python, "-c", "import harness.conformance.suite as s, os; "
+                               "print(os.path.dirname(s.__file__))"], capture_output=True, text=True,
+                              cwd=args.suite_cwd, check=True).stdout.strip()
+        plan = [("whole_suite", [sdir], {})]
+    else:
+        plan = phases(args.phases)
+    seen: set = set()
+    by_family: dict[str, int] = {}
+    lines: dict = {}
+    for name, files, env in plan:
+        t0 = time.perf_counter()
+        rc = run_phase(files, env, build_dir, args.profile, args.jobs, args.python, args.suite_cwd)
+        lines = snapshot(build_dir, source, snap_dir / "snapshot.json")
+        now = {k for k, (c, _, _) in lines.items() if c > 0}
+        by_family[name] = len(now - seen)
+        seen |= now
+        print(f"coverage: {name:32s} +{by_family[name]:5d} lines  ({len(seen)}/{len(lines)}, "
+              f"{time.perf_counter() - t0:.0f} s{', suite exit ' + str(rc) if rc else ''})", file=sys.stderr)
+    snapshot(build_dir, source, snap_dir / "snapshot.json", html=snap_dir / "index.html")
+    models, pres = pinned_models_and_pre_types()
+    report = {**summarise(lines), "profile": args.profile, "files": list(FILES),
+              "unreachable": unreachable(lines, models, pres), "by_family": by_family,
+              "uncovered": [{"file": f, "line": n, "function": fn}
+                            for (f, n), (c, _, fn) in sorted(lines.items()) if not c]}
+    (args.out / "coverage.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    s = summarise(lines)
+    print(f"coverage: lines {s['lines_covered']}/{s['lines_total']} "
+          f"({100 * s['lines_covered'] / max(1, s['lines_total']):.1f} %), branches "
+          f"{s['branches_covered']}/{s['branches_total']}; {len(report['unreachable'])} lines unreachable "
+          f"with the pinned vocabs; {args.out / 'coverage.json'}, {snap_dir / 'index.html'}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
