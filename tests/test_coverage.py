@@ -30,10 +30,19 @@ def test_unreachable_lines_name_the_missing_vocab_type_or_pre_type():
     lines = {("src/llama-vocab.cpp", 10): (0, [], "llm_tokenizer_plamo2_session::encode(...)"),
              ("src/llama-vocab.cpp", 11): (0, [], "llm_tokenizer_bpe_session::tokenize(...)"),
              ("src/unicode.cpp", 5): (0, [], "unicode_regex_split_custom_kimi_k2(std::string const&)"),
-             ("src/unicode.cpp", 6): (4, [], "unicode_regex_split_custom_afmoe(std::string const&)")}
+             ("src/unicode.cpp", 6): (0, [], "unicode_regex_split_custom_qwen2(std::string const&)"),
+             ("src/unicode.cpp", 7): (4, [], "unicode_regex_split_custom_afmoe(std::string const&)")}
     out = C.unreachable(lines, models={"gpt2", "llama"}, pre_types={"QWEN2"})
     assert out == [{"file": "src/llama-vocab.cpp", "line": 10, "reason": "vocab type plamo2: no pinned vocab"},
-                   {"file": "src/unicode.cpp", "line": 5, "reason": "pre-type KIMI_K2: no pinned vocab"}]
+                   {"file": "src/unicode.cpp", "line": 5, "reason": "unicode_regex_split_custom_kimi_k2: "
+                                                                   "used by pre-type KIMI_K2, no pinned vocab"}]
+
+
+def test_splitters_map_to_the_pre_types_that_select_them():
+    users = C.splitter_pre_types()
+    assert "TINY_AYA" in users["unicode_regex_split_custom_afmoe"] and "AFMOE" in users["unicode_regex_split_custom_afmoe"]
+    assert "GEMMA4" in users["unicode_regex_split_custom_newlines"]
+    assert all(users.values()), users
 
 
 def test_phases_cover_every_check_and_strategy_family():

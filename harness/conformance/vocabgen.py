@@ -182,10 +182,8 @@ def _byte_fallback(texts: set[str]) -> list[str]:
 
 def vocab_adversarial(path: str | Path, reference=None) -> dict[str, tuple[str, ...]]:
     """Every family's texts for one vocab, cached on disk per vocab file (computing them
-    takes 0.2-4 s; ``reference`` is unused, kept so a family may later ask llama.cpp).
-
-    >>> vocab_adversarial(vocab_path("llama-bpe"))["unmerged_tokens"][:2]  # doctest: +SKIP
-    ('토토', 'しない')
+    takes 0.2-10 s; ``reference`` is unused, kept so a family may later ask llama.cpp).
+    On llama-bpe, ``["unmerged_tokens"][:2]`` is ``('토토', 'しない')``.
     """
     p = Path(path)
     st = p.stat()
