@@ -1,8 +1,8 @@
 """``make coverage``: how much of llama.cpp's tokenizer code the conformance suite reaches.
 
-Builds the pinned llama.cpp a second time with gcov instrumentation (``--coverage
--O0``) in its own cached build directory (the normal reference build is
-untouched), runs the conformance suite against it (``PORT=llama.cpp``,
+Makes an instrumented copy of the pinned llama.cpp build (``--coverage -O0`` on
+the measured files, see :func:`coverage_build`) in its own cached directory (the
+normal reference build is untouched), runs the conformance suite against it (``PORT=llama.cpp``,
 ``LLAMA_CONFORMANCE_BUILD`` pointing at it) one phase at a time, and after each
 phase takes a gcovr snapshot, so every line is attributed to the phase that
 first reached it. Phases: the golden files, the crosscheck, then the
@@ -47,9 +47,8 @@ _VOCAB_FUNCS = re.compile(r"^(llm_tokenizer_\w+|naive_trie::|llama_vocab::impl::
                           r"token_to_piece|detokenize|_try_copy|byte_to_token|token_to_byte)\b|"
                           r"llama_vocab::(tokenize|token_to_piece|detokenize)\b|llama_(tokenize|detokenize|"
                           r"token_to_piece|escape_whitespace|unescape_whitespace|decode_text)\b)")
-COVERAGE_CMAKE = (("CMAKE_BUILD_TYPE", "Debug"), ("CMAKE_C_FLAGS", "--coverage -O0"),
-                  ("CMAKE_CXX_FLAGS", "--coverage -O0"), ("CMAKE_SHARED_LINKER_FLAGS", "--coverage"),
-                  ("CMAKE_EXE_LINKER_FLAGS", "--coverage"))
+# Appended to the reference's own compile commands of FILES (the last -O wins): exact lines.
+COVERAGE_FLAGS = "--coverage -O0"
 _STAMP = "complete.json"
 
 # Which pinned-vocab property a function needs: llama-vocab.cpp tokenizers by vocab type
@@ -92,31 +91,57 @@ def in_scope(file: str, function: str) -> bool:
 
 # --- the instrumented build ------------------------------------------------------------------
 def coverage_build(source_dir: Path) -> Path:
-    """Configure and build libllama + the shim with gcov flags; cached by pin and options."""
+    """libllama with gcov instrumentation in the two measured files; cached by pin and flags.
+
+    A copy of the reference build (``make reference``) in which only FILES are
+    recompiled (their own compile commands plus COVERAGE_FLAGS) and libllama and the
+    shim are relinked with ``--coverage``: seconds instead of a second full build,
+    and every other object is byte-identical to the reference's. ``llama-tokenize``
+    in the copy still loads the reference's libllama (its RUNPATH), so the crosscheck
+    phase runs uninstrumented and is credited with no lines.
+    """
     from reference import build as rb
     from reference import lock as rl
     from reference.paths import cache_dir
+    base = rb.artifacts()
     commit = rl.load().commit
-    key = rb.build_key(commit, "coverage:" + json.dumps(COVERAGE_CMAKE))
-    arts = rb.Artifacts(cache_dir() / "build-coverage" / key)
-    stamp = arts.build_dir / _STAMP
-    if stamp.is_file():
-        print(f"coverage: instrumented build up to date ({arts.build_dir})", file=sys.stderr)
-        return arts.build_dir
-    arts.build_dir.mkdir(parents=True, exist_ok=True)
-    log = arts.build_dir / "build.log"
-    options = dict(rb.CMAKE_OPTIONS) | dict(COVERAGE_CMAKE)
-    configure = ["cmake", "-S", str(source_dir), "-B", str(arts.build_dir)]
-    configure += [f"-D{k}={v}" for k, v in options.items()]
-    jobs = str(os.cpu_count() or 2)
-    compile_cmd = ["cmake", "--build", str(arts.build_dir), "-j", jobs, "--target", *rb.TARGETS]
-    print(f"coverage: building instrumented llama.cpp {commit[:12]} in {arts.build_dir} "
-          f"(about 10 minutes on 2 cores; log: {log})", file=sys.stderr)
+    key = rb.build_key(commit, "coverage-overlay:" + COVERAGE_FLAGS)
+    out = cache_dir() / "build-coverage" / key
+    if (out / _STAMP).is_file():
+        print(f"coverage: instrumented build up to date ({out})", file=sys.stderr)
+        return out
+    if out.exists():
+        shutil.rmtree(out)  # a half-made copy from an interrupted run
+    shutil.copytree(base.build_dir, out, symlinks=True)
+    (out / rb._STAMP).unlink(missing_ok=True)
+    log = out / "build.log"
+    commands = json.loads((base.build_dir / "compile_commands.json").read_text())
+    old = str(base.build_dir)
     with open(log, "w") as fh:
-        for cmd in (configure, compile_cmd, rb._shim_command(source_dir, arts) + ["--coverage"]):
-            rb._run_logged(cmd, fh, log)
-    stamp.write_text(json.dumps({"commit": commit, "options": options, "source": str(source_dir)}, indent=2))
-    return arts.build_dir
+        for f in FILES:
+            entry = next((e for e in commands if e["file"].endswith(f)), None)
+            if entry is None:
+                raise HarnessError(f"{base.build_dir}/compile_commands.json has no entry for {f}: "
+                                   f"rebuild the reference (`make reference`)")
+            cmd = entry["command"].replace(old, str(out)) + " " + COVERAGE_FLAGS
+            _run_shell(cmd, entry["directory"].replace(old, str(out)), fh, log)
+        link = (out / "src" / "CMakeFiles" / "llama.dir" / "link.txt").read_text().strip()
+        _run_shell(link.replace(old, str(out)) + " --coverage", str(out / "src"), fh, log)
+        arts = rb.Artifacts(out)
+        rb._run_logged(rb._shim_command(source_dir, arts), fh, log)
+    (out / _STAMP).write_text(json.dumps({"commit": commit, "flags": COVERAGE_FLAGS, "base": old}, indent=2))
+    print(f"coverage: instrumented {', '.join(FILES)} in {out}", file=sys.stderr)
+    return out
+
+
+def _run_shell(cmd: str, cwd: str, fh, log: Path) -> None:
+    # compile_commands.json and link.txt hold shell command lines (quoted defines).
+    fh.write(f"$ (cd {cwd} && {cmd})\n")
+    fh.flush()
+    proc = subprocess.run(cmd, shell=True, cwd=cwd, stdout=fh, stderr=subprocess.STDOUT)
+    if proc.returncode != 0:
+        tail = "\n".join(log.read_text(errors="replace").splitlines()[-20:])
+        raise HarnessError(f"coverage build step failed (exit {proc.returncode}) in {cwd}:\n{tail}\nlog: {log}")
 
 
 def _source_dir() -> Path:
@@ -161,8 +186,40 @@ def summarise(lines: dict) -> dict:
             "branches_covered": sum(1 for b in branches if b > 0), "branches_total": len(branches)}
 
 
-def unreachable(lines: dict, models: set[str], pre_types: set[str]) -> list[dict]:
-    """Uncovered lines whose function needs a vocab type or pre-type no pinned vocab has."""
+_CASE = re.compile(r"^\s*case LLAMA_VOCAB_(PRE_)?TYPE_(\w+)\s*:")
+_VOCAB_TYPE_MODEL = {"SPM": "llama", "BPE": "gpt2", "WPM": "bert", "UGM": "t5", "RWKV": "rwkv",
+                     "PLAMO2": "plamo2", "NONE": "none"}
+
+
+def case_labels(source: list[str], line: int) -> tuple[str, list[str]]:
+    """The ``case LLAMA_VOCAB_[PRE_]TYPE_X:`` group a (1-based) source line sits under:
+    ("pre", [X, ...]) or ("type", [...]); ("", []) when a break/return comes first.
+
+    >>> src = ["switch (t) {", "case LLAMA_VOCAB_PRE_TYPE_A:", "case LLAMA_VOCAB_PRE_TYPE_B:", "x = 1;", "break;"]
+    >>> case_labels(src, 4)
+    ('pre', ['A', 'B'])
+    """
+    i = line - 2
+    while i >= 0 and not _CASE.match(source[i]):
+        text = source[i].strip()
+        if text.startswith(("break;", "return", "default:")) or text.endswith("{") and "switch" in text:
+            return "", []
+        i -= 1
+    if i < 0:
+        return "", []
+    kind = "pre" if _CASE.match(source[i]).group(1) else "type"
+    labels = []
+    while i >= 0 and _CASE.match(source[i]):
+        labels.insert(0, _CASE.match(source[i]).group(2))
+        i -= 1
+    return kind, labels
+
+
+def unreachable(lines: dict, models: set[str], pre_types: set[str],
+                sources: dict[str, list[str]] | None = None) -> list[dict]:
+    """Uncovered lines that need a vocab type or pre-type no pinned vocab has: by the
+    function they are in (a tokenizer, a hand-written splitter) or by the ``case``
+    labels of the switch they sit in (``sources``: file -> its lines)."""
     users = splitter_pre_types()
     out = []
     for (file, line), (count, _, fn) in sorted(lines.items()):
@@ -176,6 +233,12 @@ def unreachable(lines: dict, models: set[str], pre_types: set[str]) -> list[dict
         if splitter is not None and not users[splitter] & pre_types:
             reason = (f"{splitter}: used by pre-type {', '.join(sorted(users[splitter])) or '(none)'}, "
                       f"no pinned vocab")
+        if reason is None and sources and file in sources:
+            kind, labels = case_labels(sources[file], line)
+            if kind == "pre" and not set(labels) & pre_types:
+                reason = f"pre-type {', '.join(labels)}: no pinned vocab"
+            elif kind == "type" and not {_VOCAB_TYPE_MODEL.get(x, x.lower()) for x in labels} & models:
+                reason = f"vocab type {', '.join(_VOCAB_TYPE_MODEL.get(x, x.lower()) for x in labels)}: no pinned vocab"
         if reason:
             out.append({"file": file, "line": line, "reason": reason})
     return out
@@ -262,8 +325,9 @@ def main(argv: list[str] | None = None) -> int:
               f"{time.perf_counter() - t0:.0f} s{', suite exit ' + str(rc) if rc else ''})", file=sys.stderr)
     snapshot(build_dir, source, snap_dir / "snapshot.json", html=snap_dir / "index.html")
     models, pres = pinned_models_and_pre_types()
+    sources = {f: (source / f).read_text(encoding="utf-8", errors="replace").splitlines() for f in FILES}
     report = {**summarise(lines), "profile": args.profile, "files": list(FILES),
-              "unreachable": unreachable(lines, models, pres), "by_family": by_family,
+              "unreachable": unreachable(lines, models, pres, sources), "by_family": by_family,
               "uncovered": [{"file": f, "line": n, "function": fn}
                             for (f, n), (c, _, fn) in sorted(lines.items()) if not c]}
     (args.out / "coverage.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
