@@ -69,7 +69,7 @@ $(VENV)/.coverage: $(STAMP)
 
 # gcov coverage of llama.cpp's tokenizer code under the suite (instrumented build, cached apart;
 # each phase/strategy family run in turn): reports/coverage.json and reports/coverage/index.html.
-coverage: fetch $(VENV)/.coverage
+coverage: reference $(VENV)/.coverage
 	$(PY) -m harness.coverage --profile $${HYPOTHESIS_PROFILE:-ci} --jobs $(JOBS)
 
 # The ports extra compiles llama-cpp-python (about 10 minutes on 2 cores, once).

@@ -97,8 +97,8 @@ def coverage_build(source_dir: Path) -> Path:
     recompiled (their own compile commands plus COVERAGE_FLAGS) and libllama and the
     shim are relinked with ``--coverage``: seconds instead of a second full build,
     and every other object is byte-identical to the reference's. ``llama-tokenize``
-    in the copy still loads the reference's libllama (its RUNPATH), so the crosscheck
-    phase runs uninstrumented and is credited with no lines.
+    in the copy still loads the reference's libllama (its RUNPATH): the CLI half of the
+    crosscheck is not measured, its in-process half is.
     """
     from reference import build as rb
     from reference import lock as rl
