@@ -18,7 +18,7 @@ SOURCE_FLAG := $(if $(SOURCE),--source $(SOURCE),)
 
 export LLAMA_CPP_DIR PORT VOCABS HYPOTHESIS_PROFILE KNOWN_EXAMPLES BUDGET CONFORMANCE_SEED PIN
 
-.PHONY: all fetch reference test test-slow conformance sweep bench scoreboard pin verify dist clean help
+.PHONY: all fetch reference test test-slow conformance sweep bench scoreboard pin verify dist clean help coverage fuzz
 
 all: test
 
@@ -66,6 +66,15 @@ bench: reference $(VENV)/.bench
 	$(MAKE) --no-print-directory conformance \
 	  || echo "bench: make conformance failed (see above); its throughput is reported all the same"
 	$(CLI) bench
+
+$(VENV)/.coverage: $(STAMP)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[coverage]'
+	touch $@
+
+# gcov coverage of llama.cpp's tokenizer code under the suite (instrumented build, cached apart;
+# each phase/strategy family run in turn): reports/coverage.json and reports/coverage/index.html.
+coverage: reference $(VENV)/.coverage
+	$(PY) -m harness.coverage --profile $${HYPOTHESIS_PROFILE:-ci} --jobs $(JOBS)
 
 # The ports extra compiles llama-cpp-python (about 10 minutes on 2 cores, once).
 $(VENV)/.ports: $(STAMP)

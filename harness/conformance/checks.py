@@ -105,7 +105,8 @@ def vocab_texts(path: str | Path, reference: Port) -> VocabTexts:
     types = r.get("tokenizer.ggml.token_type")
     specials = sorted({t.decode("utf-8", "replace") for i, t in enumerate(tokens)
                        if (types is not None and int(types[i]) in _SPECIAL_TYPES) or t in EOG_TEXTS})
-    return VocabTexts(LazyPieces(reference), tuple(specials))
+    from harness.conformance.vocabgen import vocab_adversarial
+    return VocabTexts(LazyPieces(reference), tuple(specials), vocab_adversarial(path, reference))
 
 
 _TOKEN_KINDS = {1: "normal", 2: "unknown", 3: "control", 4: "user_defined", 5: "unused", 6: "byte"}

@@ -37,6 +37,8 @@ MUTANTS = {
     "lstrip_ignored": ("gpt-2+mask", "a token's LSTRIP attribute ignored (spaces before <mask> kept)"),
     "nfc_input": ("llama-bpe", "input NFC-normalised before tokenizing"),
     "decode_drops_leading_space": ("qwen2", "decode drops a leading space of the output"),
+    "platform_unicode": ("bert-bge", "WPM words split with the regex module's Unicode (18.0) "
+                                     "categories, not llama.cpp's 15.1 tables"),
 }
 
 
@@ -106,6 +108,60 @@ class DecodeDropsLeadingSpace(Wrapped):
         return out[1:] if out[:1] == b" " else out
 
 
+class PlatformUnicodeWords(Wrapped):
+    """A WPM (BERT) port whose pre-processing asks its platform, with a newer Unicode
+    (the ``regex`` module's, 18.0), whether a code point is punctuation, a mark or a
+    control: code points llama.cpp's 15.1 tables leave unassigned then split, drop or
+    stay differently. Emulated at word level: the words come from the harness's exact
+    ``preprocess`` with the platform's verdict for those code points, and each word is
+    tokenized by llama.cpp itself; texts whose words do not change are llama.cpp's.
+    """
+
+    def __init__(self, inner, vocab_path):
+        from harness.vocab import Vocab
+        super().__init__(inner)
+        v = Vocab.from_gguf(vocab_path)
+        self.lowercase, self.strip_accents = v.lowercase, v.strip_accents
+        self.platform = _platform_fates(self.lowercase, self.strip_accents)
+
+    def encode(self, text, *, add_special=False, parse_special=False):
+        from harness.algorithms.wpm import preprocess
+        ref = self.inner.encode(text, add_special=add_special, parse_special=parse_special)
+        data = text.encode("utf-8", "surrogatepass")
+        good = preprocess(data, self.lowercase, self.strip_accents)
+        bad = preprocess(data, self.lowercase, self.strip_accents, cache=dict(self.platform))
+        if good == bad or (parse_special and "[" in text):
+            return ref
+        ids = [i for w in bad for i in self.inner.encode(w.decode("utf-8", "replace"))]
+        body = self.inner.encode(text, add_special=False, parse_special=parse_special)
+        # Keep what add_special puts around the text ([CLS] ... [SEP]) as llama.cpp has it.
+        cut = next((k for k in range(len(ref) - len(body) + 1) if ref[k:k + len(body)] == body), 0)
+        return ref[:cut] + ids + ref[cut + len(body):]
+
+
+@lru_cache(maxsize=None)
+def _platform_fates(lowercase: bool, strip_accents: bool) -> tuple:
+    """(cpt, wpm fate) for every code point unassigned for llama.cpp but assigned in the
+    regex module's Unicode, classified with the regex module's general category."""
+    import regex
+
+    from harness.algorithms.wpm import APPEND, DROP, SINGLE
+    from harness.conformance.drift import CLASSES
+    out = []
+    newer = [rs for name, rs in CLASSES.items() if name.startswith("assigned_only_in_regex:")]
+    for a, b in (r for rs in newer for r in rs):
+        for cp in range(a, b + 1):
+            c = chr(cp)
+            data = c.encode("utf-8")
+            if regex.match(r"\p{P}", c):
+                out.append((cp, (SINGLE, data)))
+            elif regex.match(r"\p{C}", c) or (strip_accents and regex.match(r"\p{M}", c)):
+                out.append((cp, (DROP, b"")))
+            else:
+                out.append((cp, (APPEND, data)))
+    return tuple(out)
+
+
 def _rewritten(path: str | Path, tag: str, changes: dict) -> Path:
     """A cached copy of a vocab with some metadata changed (atomic write: xdist-safe)."""
     from harness.gguf.writer import rewrite_metadata
@@ -168,6 +224,8 @@ def make_mutant(name: str, vocab_path: str | Path, reference):
         return EncodeWith(reference, _reference(path))
     if name in ("ascii_whitespace", "case_sensitive_contractions"):
         return SplitBugPort(reference, vocab_path, name)
+    if name == "platform_unicode":
+        return PlatformUnicodeWords(reference, vocab_path)
     if name == "bos_qwen2":
         bos = GGUFReader(vocab_path).get("tokenizer.ggml.bos_token_id", 11)
         return BosAlways(reference, int(bos))

@@ -23,18 +23,21 @@ characters whenever one exists.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
-from typing import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
+from harness.conformance import drift as _drift
+from harness.conformance.vocabgen import FAMILIES as VOCAB_FAMILIES
 from harness.errors import HarnessError
 
 __all__ = [
     "ascii_words", "latin", "cyrillic_greek", "arabic_hebrew", "indic", "thai_khmer",
     "cjk", "hangul", "width_forms", "emoji", "whitespace", "numbers", "contractions",
-    "punctuation_code", "rare_chars", "FAMILIES", "VocabPiece", "SpecialText", "Recipe",
+    "punctuation_code", "rare_chars", "unicode_drift", "FAMILIES", "VocabPiece", "SpecialText",
+    "VocabText", "VOCAB_FAMILIES", "FRAGMENT_FAMILIES", "Recipe",
     "VocabTexts", "recipes", "materialise", "known", "register_profiles", "PROFILES", "MAX_CHARS",
 ]
 
@@ -124,11 +127,13 @@ def _cased(suffix_mask: tuple[str, int]) -> str:
 
 
 _suffix = st.tuples(st.sampled_from(["s", "t", "re", "ve", "m", "ll", "d"]), st.integers(0, 3)).map(_cased)
-#: Contractions in every letter case ('s 'T 'Re 'LL), straight and curly apostrophes,
-#: with and without letters before and after ("'RE", "it's", "don’t").
-contractions = st.tuples(st.sampled_from(["", "it", "don", "we", "I", "THEY"]),
+_contraction = st.tuples(st.sampled_from(["", "it", "don", "we", "I", "THEY"]),
                          st.sampled_from(["'", "\u2019"]), _suffix,
-                         st.sampled_from(["", "x", " ", "a", "he", "o", "ime", "!"])).map("".join)
+                         st.sampled_from(["", "x", " ", "a", "he", "o", "ime", "!", "ex", "ay"])).map("".join)
+#: Contractions in every letter case ('s 'T 'Re 'LL), straight and curly apostrophes,
+#: with and without letters before and after ("'RE", "it's", "don’t"); one to four in a row
+#: (a case-sensitive port differs on only some of them: "'Rex" yes, "'Tx" no on qwen2).
+contractions = st.lists(_contraction, min_size=1, max_size=4).map("".join)
 
 # --- punctuation and source code -----------------------------------------------------------
 _CODE = ["->", "!=", "==", "x != y and a.b == c", "def f(x):\n    return x**2\n",
@@ -152,13 +157,18 @@ rare_chars = _run(_alphabet(
     (0x11F00, 0x11F59), (0x1E4D0, 0x1E4F9), (0x31350, 0x323AF), (0x2EBF0, 0x2EE5D),
     (0x10D40, 0x10D8F), (0x1CC00, 0x1CEB3), (0x16D40, 0x16D79), (0x1E5D0, 0x1E5FF)), 6)
 
+# --- Unicode drift ---------------------------------------------------------------------------
+#: Code points whose llama.cpp (Unicode 15.1 tables) properties differ from a port platform's
+#: (Unicode 14.0-18.0, Java/ICU/Go/JS/Python \s \d \w), in splitter contexts: see drift.py.
+unicode_drift = _drift.drift_in_context
+
 #: Families in shrink order: a failing text shrinks toward fragments of earlier families.
 FAMILIES = {
     "ascii_words": ascii_words, "whitespace": whitespace, "numbers": numbers,
     "contractions": contractions, "punctuation_code": punctuation_code, "latin": latin,
     "cyrillic_greek": cyrillic_greek, "arabic_hebrew": arabic_hebrew, "indic": indic,
     "thai_khmer": thai_khmer, "cjk": cjk, "hangul": hangul, "width_forms": width_forms,
-    "emoji": emoji, "rare_chars": rare_chars,
+    "emoji": emoji, "rare_chars": rare_chars, "unicode_drift": unicode_drift,
 }
 
 
@@ -182,6 +192,14 @@ class SpecialText:
 
 
 @dataclass(frozen=True)
+class VocabText:
+    """Text ``index`` (mod the family's size) of one vocab-derived family (vocabgen.py:
+    ``unmerged_tokens``, ``merge_ties``, ...); "" if the vocab has none of that family."""
+    family: str
+    index: int
+
+
+@dataclass(frozen=True)
 class Recipe:
     """Fragments (str | VocabPiece | SpecialText) joined, repeated ``repeat`` times."""
     parts: tuple = ()
@@ -200,9 +218,11 @@ def known(text: str) -> Recipe:
 @dataclass(frozen=True)
 class VocabTexts:
     """What :func:`materialise` needs from one vocab: its token texts that are
-    valid non-empty UTF-8 (``pieces``) and its special token texts."""
+    valid non-empty UTF-8 (``pieces``), its special token texts, and its
+    adversarial texts per vocabgen family (``vocabgen.vocab_adversarial``)."""
     pieces: Sequence[str]
     specials: Sequence[str]
+    adversarial: Mapping[str, Sequence[str]] = field(default_factory=dict)
 
 
 def materialise(recipe: Recipe, vocab: VocabTexts) -> str:
@@ -219,6 +239,9 @@ def materialise(recipe: Recipe, vocab: VocabTexts) -> str:
         elif isinstance(part, SpecialText):
             s = vocab.specials[part.index % len(vocab.specials)] if vocab.specials else ""
             out.append(part.left + s + part.right)
+        elif isinstance(part, VocabText):
+            texts = vocab.adversarial.get(part.family, ())
+            out.append(texts[part.index % len(texts)] if texts else "")
         else:
             out.append(part)
     base = "".join(out)
@@ -226,12 +249,37 @@ def materialise(recipe: Recipe, vocab: VocabTexts) -> str:
     return base * max(1, min(recipe.repeat, MAX_CHARS // max(1, len(base))))
 
 
-_around = st.sampled_from(["", " ", "  ", "\n", "\t", "a", " a"])
-_fragment = st.one_of(
-    *FAMILIES.values(),
-    st.integers(0, 2**20).map(VocabPiece),
-    st.builds(SpecialText, st.integers(0, 2**10), _around, _around),
-)
+#: Neighbours of a special text: spaces and newlines (lstrip/rstrip eat them), and text glued
+#: on without a space (letters, digits, punctuation, a non-ASCII letter).
+_around = st.sampled_from(["", " ", "  ", "\n", "\t", "a", " a", "1", ".", "é", "\n ", " \n", "<"])
+# Any special index: taken mod the vocab's count, so all of deepseek-llm's 2,400 are drawn.
+_special = st.builds(SpecialText, st.integers(0, 2**24), _around, _around)
+#: Every kind of fragment a recipe is made of, by name (``STRATEGY_FAMILIES`` selects).
+FRAGMENT_FAMILIES = {
+    **FAMILIES,
+    "vocab_pieces": st.integers(0, 2**20).map(VocabPiece),
+    "special_texts": _special,
+    # A vocab-derived adversarial text (vocabgen.py), shortest texts first.
+    **{f"vocab:{name}": st.integers(0, 2**20).map(lambda i, n=name: VocabText(n, i))
+       for name in VOCAB_FAMILIES},
+    # A drift character next to a special token (either side).
+    "drift_next_to_special": st.tuples(unicode_drift, _special, st.booleans()).map(
+        lambda t: t[:2] if t[2] else t[1::-1]),
+}
+
+
+def _selected_fragments() -> st.SearchStrategy:
+    """All fragment families, or those named in $STRATEGY_FAMILIES (comma separated:
+    ``make coverage`` runs them one at a time to see what each one reaches)."""
+    wanted = [w for w in os.environ.get("STRATEGY_FAMILIES", "").replace(",", " ").split() if w]
+    unknown = [w for w in wanted if w not in FRAGMENT_FAMILIES]
+    if unknown:
+        raise HarnessError(f"STRATEGY_FAMILIES names unknown families {unknown}; known: "
+                           f"{', '.join(FRAGMENT_FAMILIES)}")
+    return st.one_of(*(FRAGMENT_FAMILIES[w] for w in wanted or FRAGMENT_FAMILIES))
+
+
+_fragment = _selected_fragments()
 
 
 def recipes(max_fragments: int = 8, max_repeat: int = 1000) -> st.SearchStrategy[Recipe]:
@@ -246,7 +294,9 @@ def recipes(max_fragments: int = 8, max_repeat: int = 1000) -> st.SearchStrategy
 
 def _recipe(parts: list, repeat: tuple[int, int]) -> Recipe:
     # Selector 24 (1 in 25) repeats; shrinking drives the selector to 0: no repeat.
-    return Recipe(tuple(parts), repeat[1] if repeat[0] == 24 else 1)
+    # A fragment may be a tuple of parts glued together (a drift character and a special).
+    flat = [q for p in parts for q in (p if isinstance(p, tuple) else (p,))]
+    return Recipe(tuple(flat), repeat[1] if repeat[0] == 24 else 1)
 
 
 # --- profiles -------------------------------------------------------------------------------

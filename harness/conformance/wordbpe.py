@@ -30,7 +30,8 @@ ASCII_WS = QWEN2.replace(r"\s", r"[\t\n\v\f\r ]").replace(r"\S", r"[^\t\n\v\f\r 
 # Inside a negated class, "\s" was replaced by a nested class; flatten it.
 ASCII_WS = ASCII_WS.replace(r"[^[\t\n\v\f\r ]\p{L}\p{N}]", r"[^\t\n\v\f\r \p{L}\p{N}]")
 
-PATTERNS = {"case_sensitive_contractions": CASE_SENSITIVE, "ascii_whitespace": ASCII_WS}
+PATTERNS = {"case_sensitive_contractions": CASE_SENSITIVE, "ascii_whitespace": ASCII_WS,
+            "platform_unicode": QWEN2}
 
 
 def byte_encoder() -> dict[int, str]:
@@ -100,9 +101,13 @@ class SplitBugPort(Wrapped):
                 out.extend(self.token_to_id[c] for c in s if c in self.token_to_id)
         return out
 
+    def good_split(self, text: str) -> list[str]:
+        """The correct split (QWEN2's pattern; overridden where the regex module is the bug)."""
+        return self.good.findall(text)
+
     def encode(self, text, *, add_special=False, parse_special=False):
         ref = self.inner.encode(text, add_special=add_special, parse_special=parse_special)
-        good, bad = self.good.findall(text), self.bad.findall(text)
+        good, bad = self.good_split(text), self.bad.findall(text)
         if good == bad or any(s in text for s in self.specials):
             return ref
         ids = [i for w in bad for i in self._word_ids(w)]
@@ -111,3 +116,16 @@ class SplitBugPort(Wrapped):
         head = ref[:len(ref) - len(body)] if ref[len(ref) - len(body):] == body else []
         return head + ids
 
+
+
+class PlatformUnicodePort(SplitBugPort):
+    """QWEN2's pattern run by the ``regex`` module with its own Unicode tables (18.0 in
+    2026 releases) instead of llama.cpp's 15.1 ones: the port of a platform with a
+    newer Unicode. The correct split is the harness's exact one (llama.cpp's tables)."""
+
+    def __init__(self, reference, vocab_path: str | Path):
+        super().__init__(reference, vocab_path, "platform_unicode")
+
+    def good_split(self, text: str) -> list[str]:
+        from harness.pretokenize import split_words
+        return split_words("QWEN2", text)

@@ -1,0 +1,60 @@
+"""``make coverage``'s bookkeeping: which lines count, how they are summed, and which
+uncovered lines are declared unreachable (the instrumented build itself runs only in
+``make coverage``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness import coverage as C
+from harness.conformance import strategies
+from harness.errors import HarnessError
+
+
+def test_only_tokenizer_functions_of_llama_vocab_count():
+    assert C.in_scope("src/llama-vocab.cpp", "llama_vocab::impl::tokenizer_st_partition(std::forward_list<fragment_buffer_variant>&, bool) const")
+    assert C.in_scope("src/llama-vocab.cpp", "llama_vocab::impl::token_to_piece(int, char*, int, int, bool) const")
+    assert C.in_scope("src/llama-vocab.cpp", "llm_tokenizer_spm_session::tokenize(std::string const&, std::vector<int>&)")
+    assert not C.in_scope("src/llama-vocab.cpp", "llama_vocab::impl::load(llama_model_loader&, LLM_KV const&)")
+    assert not C.in_scope("src/llama-vocab.cpp", "llama_vocab::impl::print_info() const")
+    assert C.in_scope("src/unicode.cpp", "unicode_cpt_flags_from_cpt(unsigned int)")
+
+
+def test_summary_counts_lines_and_branches():
+    lines = {("a", 1): (3, [1, 0], "f"), ("a", 2): (0, [0, 0], "f"), ("b", 7): (1, [], "g")}
+    assert C.summarise(lines) == {"lines_covered": 2, "lines_total": 3,
+                                  "branches_covered": 1, "branches_total": 4}
+
+
+def test_unreachable_lines_name_the_missing_vocab_type_or_pre_type():
+    lines = {("src/llama-vocab.cpp", 10): (0, [], "llm_tokenizer_plamo2_session::encode(...)"),
+             ("src/llama-vocab.cpp", 11): (0, [], "llm_tokenizer_bpe_session::tokenize(...)"),
+             ("src/unicode.cpp", 5): (0, [], "unicode_regex_split_custom_kimi_k2(std::string const&)"),
+             ("src/unicode.cpp", 6): (0, [], "unicode_regex_split_custom_qwen2(std::string const&)"),
+             ("src/unicode.cpp", 7): (4, [], "unicode_regex_split_custom_afmoe(std::string const&)")}
+    out = C.unreachable(lines, models={"gpt2", "llama"}, pre_types={"QWEN2"})
+    assert out == [{"file": "src/llama-vocab.cpp", "line": 10, "reason": "vocab type plamo2: no pinned vocab"},
+                   {"file": "src/unicode.cpp", "line": 5, "reason": "unicode_regex_split_custom_kimi_k2: "
+                                                                   "used by pre-type KIMI_K2, no pinned vocab"}]
+
+
+def test_splitters_map_to_the_pre_types_that_select_them():
+    users = C.splitter_pre_types()
+    assert "TINY_AYA" in users["unicode_regex_split_custom_afmoe"] and "AFMOE" in users["unicode_regex_split_custom_afmoe"]
+    assert "GEMMA4" in users["unicode_regex_split_custom_newlines"]
+    assert all(users.values()), users
+
+
+def test_phases_cover_every_check_and_strategy_family():
+    names = [p[0] for p in C.phases(None)]
+    assert names[:2] == ["golden", "crosscheck"] and names[-1] == "known_examples"
+    assert {f"strategy:{f}" for f in strategies.FRAGMENT_FAMILIES} <= set(names)
+    assert [p[0] for p in C.phases(["unicode_drift"])] == ["strategy:unicode_drift"]
+
+
+def test_unknown_strategy_family_is_a_clear_error(monkeypatch):
+    monkeypatch.setenv("STRATEGY_FAMILIES", "ascii_words,nope")
+    with pytest.raises(HarnessError, match=r"unknown families \['nope'\]; known: ascii_words"):
+        strategies._selected_fragments()
+    monkeypatch.setenv("STRATEGY_FAMILIES", "vocab:merge_ties")
+    assert strategies._selected_fragments() is not None

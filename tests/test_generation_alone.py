@@ -1,0 +1,148 @@
+"""Generation alone finds every self-test mutant: the suite runs with
+KNOWN_EXAMPLES=0 (no fixed @example texts), in process, on the mutant's vocab and
+one flag combination, under the ``conformance`` profile (the default budget of
+``make conformance``) and a fixed seed. The shrunk texts are printed (``-s``).
+
+Also: the Unicode-drift classes are what the tables say, and the vocab-derived
+families hold what their names promise.
+"""
+
+from __future__ import annotations
+
+import json
+import unicodedata
+from pathlib import Path
+
+import pytest
+from hypothesis import find
+
+# Imported before pytester's in-process runs (see tests/test_conformance_engine.py).
+import numpy  # noqa: F401
+import regex  # noqa: F401
+
+import harness.conformance.checks  # noqa: F401
+import harness.conformance.mutants  # noqa: F401
+import harness.conformance.plugin  # noqa: F401
+import harness.conformance.suite  # noqa: F401
+import harness.conformance.wordbpe  # noqa: F401
+import harness.gguf.writer  # noqa: F401
+import harness.pretokenize  # noqa: F401
+import harness.pretypes  # noqa: F401
+import reference.build  # noqa: F401
+import reference.inproc  # noqa: F401
+import reference.vocabs  # noqa: F401
+from harness import unicode as U
+from harness.conformance import drift, strategies, vocabgen
+from needs import require
+from reference.paths import cache_dir
+
+pytest_plugins = ["pytester"]
+SUITE = Path(harness.conformance.suite.__file__).parent
+CACHE = cache_dir()
+# mutant -> the flag combination where its bug shows (as in test_conformance_engine.py)
+MUTANT_FLAGS = {"bos_qwen2": "add", "lstrip_ignored": "parse"}
+
+
+# --- Unicode drift -------------------------------------------------------------------------
+def _members(name):
+    return [cp for a, b in drift.CLASSES[name] for cp in range(a, b + 1)]
+
+
+def test_drift_classes_agree_with_the_tables_they_come_from():
+    # Python 3.11's own unicodedata is here at test time: recompute its classes from scratch.
+    assert drift.VERSIONS["py311"] == unicodedata.unidata_version == "14.0.0"
+    for name in [n for n in drift.CLASSES if n.startswith("unassigned_in_py311:")]:
+        for cp in _members(name):
+            assert unicodedata.category(chr(cp)) == "Cn" and not U.cpt_flags(cp) & U.UNDEFINED
+    assert [chr(c) for c in _members("js_s")] == ["\x85", "\ufeff"]
+    assert _members("python_re_s") == [0x1C, 0x1D, 0x1E, 0x1F]
+    for cp in _members("assigned_only_in_ud16.0:P"):
+        assert U.cpt_flags(cp) == U.UNDEFINED
+    # The regex module's own classes agree with the class it was put in.
+    for cat in "LMNPS":
+        members = _members(f"assigned_only_in_regex:{cat}=assigned_only_in_ud18.0:{cat}")
+        assert all(regex.match(r"\p{%s}" % cat, chr(cp)) for cp in members[::37])
+
+
+def test_every_drift_class_is_drawn_and_shrinks_to_the_bare_character():
+    for name in drift.ORDER:
+        first = drift.nth(name, 0)
+        assert find(drift.drift_in_context, lambda s, f=first: f in s) == first
+    assert strategies.FAMILIES["unicode_drift"] is drift.drift_in_context
+
+
+def test_drift_characters_sit_in_splitter_contexts():
+    texts = {drift.CONTEXTS[k].replace("{c}", "X") for k in range(len(drift.CONTEXTS))}
+    assert {"X", " X", "1X2", "aXb", "'X", "123X456"} <= texts
+
+
+# --- vocab-derived families -------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def llama_bpe():
+    from reference.vocabs import vocab_path
+    return require(vocab_path, "llama-bpe")
+
+
+@pytest.mark.reference
+def test_unmerged_tokens_are_tokens_a_merge_loop_does_not_make(llama_bpe):
+    fam = vocabgen.compute(llama_bpe)
+    assert " Việt" in fam["unmerged_tokens"]
+    assert len(fam["unmerged_tokens"][0]) <= len(fam["unmerged_tokens"][-1])
+    # a+a+a or a+b+a: the text starts and ends with the same symbol's text.
+    assert all(len(t) >= 2 and t[0] == t[-1] for t in fam["merge_ties"][:200])
+    assert all(vocabgen._odd(t) for t in fam["odd_tokens"][:200])
+
+
+def test_special_overlaps_and_byte_fallback_from_a_small_vocab():
+    out = vocabgen._special_overlaps(["<s>", "<s>x", "ab", "bc"], ["<s>"], ["a<s>b", "zz"])
+    assert {"<s>", "<s>x"[:-1], "<s><s>x", "abc", "a<s>b"} <= set(out)
+    # Characters that are tokens are not byte-fallback texts; the others come in three contexts.
+    assert "\u00ad" not in vocabgen._byte_fallback({chr(c) for c in range(0x80, 0x3400)})
+    assert {"\u00ad", " \u00ad", "a\u00adb"} <= set(vocabgen._byte_fallback(set()))
+
+
+def test_vocab_text_marker_materialises_and_every_special_is_drawable():
+    vt = strategies.VocabTexts(("a",), tuple(f"<{i}>" for i in range(2400)),
+                               {"merge_ties": ("aaa", "abab")})
+    r = strategies.Recipe((strategies.VocabText("merge_ties", 3), strategies.VocabText("odd_tokens", 0),
+                           strategies.SpecialText(2399)))
+    assert strategies.materialise(r, vt) == "abab<2399>"
+    # Indexes reach far beyond 2,400 (taken mod the count): no special is out of reach.
+    assert find(strategies._special, lambda p: p.index >= 2**16).index == 2**16
+
+
+# --- the suite, generation alone ----------------------------------------------------------------
+def _run_suite(pytester, monkeypatch, port, vocabs, nodes, profile="conformance"):
+    from hypothesis import settings
+
+    from reference.build import artifacts
+    monkeypatch.setenv("LLAMA_CONFORMANCE_CACHE", str(CACHE))
+    require(artifacts)
+    previous = settings.default
+    for k, v in {"PORT": port, "VOCABS": vocabs, "HYPOTHESIS_PROFILE": profile, "KNOWN_EXAMPLES": "0"}.items():
+        monkeypatch.setenv(k, v)
+    out = pytester.path / "reports"
+    try:
+        result = pytester.runpytest_inprocess(*nodes, "-p", "harness.conformance.plugin",
+                                              "--hypothesis-seed=0", f"--conformance-reports={out}",
+                                              "-W", "ignore::pytest.PytestAssertRewriteWarning",
+                                              "-p", "no:cacheprovider", "-q")
+    finally:
+        settings.register_profile("_generation_alone_restore", previous)
+        settings.load_profile("_generation_alone_restore")
+    return result, json.loads((out / "conformance.json").read_text(encoding="utf-8"))
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize("mutant", sorted(harness.conformance.mutants.MUTANTS))
+def test_generation_alone_catches_mutant(pytester, monkeypatch, mutant):
+    from harness.conformance.mutants import mutant_vocab
+    vocab = require(mutant_vocab, mutant)
+    vid = Path(vocab).stem.removeprefix("ggml-vocab-") if vocab.endswith(".gguf") else vocab
+    test = "decode" if mutant == "decode_drops_leading_space" else "encode"
+    node = f"{SUITE / f'test_{test}.py'}::test_{test}[{vid}-{MUTANT_FLAGS.get(mutant, 'plain')}]"
+    result, report = _run_suite(pytester, monkeypatch, f"mutant:{mutant}", vocab, [node])
+    assert result.ret == 1, result.stdout.str()[-3000:]
+    texts = [d["text"] or d["reference_ids"] for d in report["divergences"]]
+    print(f"{mutant}: caught by generation alone with {texts!r}")
+    assert texts and min(len(t) for t in texts) <= 12, texts
