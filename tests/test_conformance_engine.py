@@ -188,7 +188,9 @@ def test_every_family_makes_nonempty_text(data):
 def test_families_shrink_to_the_interesting_character():
     full = settings(database=None, max_examples=1000, deadline=None)  # whatever the session's profile
     assert find(strategies.whitespace, lambda s: "\u3000" in s, settings=full) == "\u3000"
-    assert find(strategies.contractions, lambda s: "'R" in s, settings=full) == "'Re"
+    # Contractions come one to four in a row; the shrinker may keep a minimal "'s" before it.
+    found = find(strategies.contractions, lambda s: "'R" in s, settings=full)
+    assert found.endswith("'Re") and set(found[:-3].split("'")) <= {"", "s"}, found
     assert len(find(strategies.latin, lambda s: any(0x300 <= ord(c) <= 0x36F for c in s), settings=full)) == 2
 
 
