@@ -3,6 +3,7 @@
 #   make test          the harness's own tests (fetches and builds the reference first)
 # Options: PORT="cmd --vocab {vocab}"  VOCABS="qwen2 llama-spm"  SOURCE=sdist|github|dir  LLAMA_CPP_DIR=...
 #          HYPOTHESIS_PROFILE=ci|conformance|thorough  JOBS=auto  KNOWN_EXAMPLES=0 (generation alone)
+#          PIN=<pin name or commit prefix> (default: the newest in reference/lock.json)
 
 PYTHON ?= python3
 VENV   := .venv
@@ -12,9 +13,9 @@ JOBS   ?= auto
 SOURCE ?=
 SOURCE_FLAG := $(if $(SOURCE),--source $(SOURCE),)
 
-export LLAMA_CPP_DIR PORT VOCABS HYPOTHESIS_PROFILE KNOWN_EXAMPLES
+export LLAMA_CPP_DIR PORT VOCABS HYPOTHESIS_PROFILE KNOWN_EXAMPLES PIN
 
-.PHONY: all fetch reference test test-slow conformance sweep bench scoreboard pin verify clean help
+.PHONY: all fetch reference test test-slow conformance sweep bench scoreboard pin pin-diff test-pins verify clean help
 
 all: test
 
@@ -72,8 +73,21 @@ scoreboard: reference $(VENV)/.ports
 	$(PY) -m harness.scoreboard --out reports --jobs $(JOBS)
 
 pin: $(STAMP)
-	@test -n "$(REF)" || (echo "usage: make pin REF=<40-hex commit> SOURCE=github|dir [LLAMA_CPP_DIR=...]"; exit 2)
-	$(PY) -m reference pin $(REF) --source $(or $(SOURCE),github)
+	@test -n "$(REF)$(SDIST)" || (echo "usage: make pin SDIST=<llama-cpp-python version> | REF=<40-hex commit> SOURCE=github|dir [LLAMA_CPP_DIR=...]"; exit 2)
+	$(PY) -m reference pin $(REF) $(if $(SDIST),--sdist $(SDIST),--source $(or $(SOURCE),github))
+
+# llama.cpp against llama.cpp across two pins (both are fetched and built first).
+pin-diff: $(STAMP)
+	@test -n "$(FROM)" -a -n "$(TO)" || (echo "usage: make pin-diff FROM=<pin> TO=<pin>"; exit 2)
+	PIN=$(FROM) $(MAKE) --no-print-directory reference
+	PIN=$(TO) $(MAKE) --no-print-directory reference
+	mkdir -p reports
+	$(PY) -m reference pin-diff --from $(FROM) --to $(TO) --out reports
+
+# make test on every pin in the lock, one after the other.
+test-pins: $(STAMP)
+	@for p in $$($(PY) -m reference pins); do echo "== make test PIN=$$p"; \
+	  PIN=$$p $(MAKE) --no-print-directory test || exit 1; done
 
 clean:
 	rm -rf reports .pytest_cache .hypothesis
