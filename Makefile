@@ -39,7 +39,7 @@ reference: fetch
 
 test: reference
 	LLAMA_CONFORMANCE_REQUIRE_REFERENCE=1 HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} \
-	  $(PY) -m pytest -n $(JOBS) -m "not slow" tests
+	  $(PY) -m pytest -n $(JOBS) -m "not slow and not pins" tests
 
 # The long checks: every token piece re-encoded, 1 MB texts, every pre string (about 15 minutes).
 test-slow: reference
@@ -84,10 +84,11 @@ pin-diff: $(STAMP)
 	mkdir -p reports
 	$(PY) -m reference pin-diff --from $(FROM) --to $(TO) --out reports
 
-# make test on every pin in the lock, one after the other.
+# make test on every pin in the lock, one after the other, then the tests across pins.
 test-pins: $(STAMP)
 	@for p in $$($(PY) -m reference pins); do echo "== make test PIN=$$p"; \
 	  PIN=$$p $(MAKE) --no-print-directory test || exit 1; done
+	LLAMA_CONFORMANCE_REQUIRE_REFERENCE=1 $(PY) -m pytest -n $(JOBS) -m pins tests
 
 clean:
 	rm -rf reports .pytest_cache .hypothesis

@@ -141,7 +141,9 @@ def _pin_to_json(lock: Lock) -> dict:
 def dump_all(pins: list[Lock], path: Path = LOCK_PATH) -> None:
     """Write the lock (used by ``make pin``); pins oldest first, the last is the default."""
     body = {"schema": SCHEMA, "pins": [_pin_to_json(p) for p in pins]}
-    Path(path).write_text(json.dumps(body, indent=2) + "\n")
+    tmp = Path(path).with_name(f".{Path(path).name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(body, indent=2) + "\n")
+    os.replace(tmp, path)  # a reader (a running server) never sees half a lock
 
 
 def add(new: Lock, path: Path = LOCK_PATH) -> list[Lock]:

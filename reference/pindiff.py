@@ -332,8 +332,21 @@ def pin_diff(frm: str, to: str, *, budget: int = 300, seed: int = 0, only: list[
                                      "by_kind": outcome.by_kind, "load": outcome.load})
             report["differences"] += diffs
     report["seconds"] = round(time.monotonic() - t0, 1)
+    report["changes"] = tracked_changes(a.name, b.name)
     report["cases"] = sum(v["cases"] for v in report["vocabs"])
     return report
+
+
+def tracked_changes(frm: str, to: str) -> list[dict]:
+    """harness.pins entries that appear after ``frm`` up to ``to`` (either direction).
+
+    >>> [c["name"] for c in tracked_changes("4df29be", "0c1e570")][:1]
+    ['pre_types_hy_v4_spark2_5_ufakzeka']
+    """
+    from harness import pins
+
+    return [{"name": c.name, "since": c.since, "source": c.source} for c in pins.CHANGES
+            if pins.has(c.name, frm) != pins.has(c.name, to)]
 
 
 def _pin_info(p: _lock.Lock) -> dict:
@@ -378,7 +391,9 @@ def render_md(r: dict) -> str:
              f"removed: {', '.join(st['pre_names_removed']) or 'none'}",
              f"- tokenizer sources changed: {', '.join(st['tokenizer_sources_changed']) or 'none'}"
              f"{' (unicode-data too)' if st['unicode_data_changed'] else ' (unicode-data unchanged)'}", "",
-             "## Vocabs whose ids changed", ""]
+             "", "## Tokenizer changes the harness tracks between these pins (harness/pins.py)", ""]
+    lines += [f"- `{c['name']}`: {c['source']}" for c in r.get("changes", [])] or ["- none"]
+    lines += ["", "## Vocabs whose ids changed", ""]
     changed = [v for v in r["vocabs"] if v["differing"]]
     if not changed:
         lines.append("None: every text gave the same ids on both pins.")
@@ -392,14 +407,25 @@ def render_md(r: dict) -> str:
     lines += ["", f"Unchanged: {sum(1 for v in r['vocabs'] if not v['differing'])} of {len(r['vocabs'])} vocabs "
               f"({', '.join(v['vocab'] for v in r['vocabs'] if not v['differing'])}).", "",
               "## Differences (shrunk)", ""]
-    for d in r["differences"]:
-        lines += [f"### {d['vocab']} — add_special={d['add_special']} parse_special={d['parse_special']} "
-                  f"({d['source']}, shrunk from {d['original_length']} chars)", "",
-                  f"- text: `{d['text']!r}` (UTF-8 `{d['text_utf8_hex']}`)",
-                  f"- first divergent index: {d['index']}",
+    for group in _grouped(r["differences"]):
+        d = group[0]
+        flags = ", ".join(f"({g['add_special']}, {g['parse_special']})" for g in group)
+        lines += [f"### {d['vocab']}: `{d['text']!r}`", "",
+                  f"- (add_special, parse_special): {flags}; from a {d['source']} text of "
+                  f"{d['original_length']} chars, shrunk",
+                  f"- UTF-8: `{d['text_utf8_hex']}`; first divergent index: {d['index']}",
                   f"- {a['name']}: {_ids_line(d['from_window'])}",
                   f"- {b['name']}: {_ids_line(d['to_window'])}", ""]
     return "\n".join(lines) + "\n"
+
+
+def _grouped(diffs: list[dict]) -> list[list[dict]]:
+    """Differences with the same vocab, text and ids under several flag combinations, together."""
+    groups: dict = {}
+    for d in diffs:
+        key = (d["vocab"], d["text"], json.dumps(d["from_ids"]), json.dumps(d["to_ids"]))
+        groups.setdefault(key, []).append(d)
+    return list(groups.values())
 
 
 def render_html(r: dict) -> str:

@@ -87,3 +87,19 @@ def test_an_unknown_pin_is_a_clear_error():
 
     with pytest.raises(HarnessError, match="names no pin.*harness/pins.py"):
         pins.resolve("ffffff0")
+
+
+def test_glm4_ignore_merges(tmp_path):
+    """'ab' is a token no merge reaches: only ignore_merges (glm4 from 0c1e570 on) emits it whole.
+    The gpt-2-derived vocabs of make pin-diff cannot show this: every gpt-2 token is reachable."""
+    from harness.tokenizer import Tokenizer
+    from reference.inproc import InProcessReference
+    from test_vocab import bpe
+    from harness.gguf.writer import write_gguf
+    from needs import require
+
+    p = tmp_path / "glm4.gguf"
+    write_gguf(p, bpe([b"a", b"b", b"ab", b"c", b"ac"], merges=[b"a c"], **{K.PRE: (T.STRING, "glm4")}))
+    ours = Tokenizer.from_gguf(p).encode("ab")
+    assert ours == ([2] if pins.has("glm4_ignore_merges") else [0, 1])
+    assert ours == require(lambda: InProcessReference(p)).encode("ab", False, False)
