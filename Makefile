@@ -4,7 +4,7 @@
 #   make dist          wheel + sdist in dist/ (pip install gives the llama-conformance command)
 # Options: PORT="cmd --vocab {vocab}"  VOCABS="qwen2 llama-spm"  SOURCE=sdist|github|dir  LLAMA_CPP_DIR=...
 #          HYPOTHESIS_PROFILE=ci|conformance|thorough  BUDGET=5m  CONFORMANCE_SEED=0  JOBS=auto
-#          KNOWN_EXAMPLES=0 (generation alone)  PIN=...
+#          KNOWN_EXAMPLES=0 (generation alone)  PIN=<pin name or commit prefix> (default: the newest)
 # The targets call `llama-conformance` (harness/cli.py), the command `pip install` gives.
 
 PYTHON ?= python3
@@ -18,7 +18,7 @@ SOURCE_FLAG := $(if $(SOURCE),--source $(SOURCE),)
 
 export LLAMA_CPP_DIR PORT VOCABS HYPOTHESIS_PROFILE KNOWN_EXAMPLES BUDGET CONFORMANCE_SEED PIN
 
-.PHONY: all fetch reference test test-slow conformance sweep bench scoreboard pin verify dist clean help coverage fuzz
+.PHONY: all fetch reference test test-slow conformance sweep bench scoreboard pin pin-diff test-pins verify dist clean help coverage fuzz
 
 all: test
 
@@ -43,7 +43,7 @@ reference: fetch
 
 test: reference
 	LLAMA_CONFORMANCE_REQUIRE_REFERENCE=1 HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} \
-	  $(PY) -m pytest -n $(JOBS) -m "not slow" tests examples/toyport/tests \
+	  $(PY) -m pytest -n $(JOBS) -m "not slow and not pins" tests examples/toyport/tests \
 	  --doctest-modules harness reference tools --ignore=harness/conformance/suite
 
 # The long checks: every token piece re-encoded, 1 MB texts, every pre string, every .inp text
@@ -85,8 +85,22 @@ scoreboard: reference $(VENV)/.ports
 	$(CLI) scoreboard --out reports --jobs $(JOBS)
 
 pin: $(STAMP)
-	@test -n "$(REF)" || (echo "usage: make pin REF=<40-hex commit> SOURCE=github|dir [LLAMA_CPP_DIR=...]"; exit 2)
-	$(CLI) pin $(REF) --source $(or $(SOURCE),github)
+	@test -n "$(REF)$(SDIST)" || (echo "usage: make pin SDIST=<llama-cpp-python version> | REF=<40-hex commit> SOURCE=github|dir [LLAMA_CPP_DIR=...]"; exit 2)
+	$(CLI) pin $(REF) $(if $(SDIST),--sdist $(SDIST),--source $(or $(SOURCE),github))
+
+# llama.cpp against llama.cpp across two pins (both are fetched and built first).
+pin-diff: $(STAMP)
+	@test -n "$(FROM)" -a -n "$(TO)" || (echo "usage: make pin-diff FROM=<pin> TO=<pin>"; exit 2)
+	PIN=$(FROM) $(MAKE) --no-print-directory reference
+	PIN=$(TO) $(MAKE) --no-print-directory reference
+	mkdir -p reports
+	$(PY) -m reference pin-diff --from $(FROM) --to $(TO) --out reports
+
+# make test on every pin in the lock, one after the other, then the tests across pins.
+test-pins: $(STAMP)
+	@for p in $$($(PY) -m reference pins); do echo "== make test PIN=$$p"; \
+	  PIN=$$p $(MAKE) --no-print-directory test || exit 1; done
+	LLAMA_CONFORMANCE_REQUIRE_REFERENCE=1 $(PY) -m pytest -n $(JOBS) -m pins tests
 
 # sdist with setuptools' PEP 517 hook, wheel with pip (no extra build tool); the suite ships inside.
 dist: $(STAMP)
@@ -96,7 +110,6 @@ dist: $(STAMP)
 	@ls -1 dist
 
 # Hostile GGUF files through the harness tokenizer and llama.cpp, judged by llama.cpp (FUZZ_S seconds).
-.PHONY: fuzz
 fuzz: reference
 	$(PY) -m harness fuzz --seconds $${FUZZ_S:-600} --seed $${FUZZ_SEED:-0}
 

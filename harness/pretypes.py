@@ -2,8 +2,9 @@
 
 Transcribed from ``llama_vocab::impl::load`` (src/llama-vocab.cpp, the
 ``if (tokenizer_pre == ...)`` chain) and the ``LLAMA_VOCAB_PRE_TYPE_*`` enum in
-src/llama-vocab.h at the pinned commit. ``tests/test_vocab.py`` re-parses both
-files from the pinned tree to prove these tables are complete and exact.
+src/llama-vocab.h at the selected pin (``$PIN``; what changed between pins is
+gated by :mod:`harness.pins`). ``tests/test_vocab.py`` re-parses both files from
+the pinned tree to prove these tables are complete and exact.
 
 Flags are the *changes* each pre string makes to the BPE defaults
 (add_space_prefix=False, escape_whitespaces=False, clean_spaces=True,
@@ -22,6 +23,7 @@ harness.errors.UnsupportedPreTokenizer: unknown tokenizer.ggml.pre 'no-such-pre'
 
 from __future__ import annotations
 
+from harness import pins
 from harness.errors import UnsupportedPreTokenizer
 
 # LLAMA_VOCAB_PRE_TYPE_* in enum order (index == enum value).
@@ -34,7 +36,7 @@ ALL_PRE_TYPES: tuple[str, ...] = (
     "GROK_2", "GRANITE_DOCLING", "MINIMAX_M2", "AFMOE", "SOLAR_OPEN", "YOUTU", "EXAONE_MOE",
     "QWEN35", "TINY_AYA", "JOYAI_LLM", "JAIS2", "GEMMA4", "SARVAM_MOE", "MINICPM5", "WHITESPACE",
     "GRANITE_EMB_MULTI", "MELLUM2", "LAGUNA",
-)
+) + (("HY_V4", "SPARK2_5", "UFAKZEKA") if pins.has("pre_types_hy_v4_spark2_5_ufakzeka") else ())
 
 _CS0 = {"clean_spaces": False}
 
@@ -67,7 +69,10 @@ _CHAIN: tuple[tuple[tuple[str, ...], str, dict[str, bool]], ...] = (
     (("dbrx",), "DBRX", {}),
     (("smaug-bpe",), "SMAUG", {}),
     (("poro-chat",), "PORO", _CS0),
-    (("glm4", "chatglm-bpe"), "CHATGLM4", {"bos_null": True}),
+    *(((("chatglm-bpe",), "CHATGLM4", {"bos_null": True}),  # harness.pins: glm4_ignore_merges
+        (("glm4", "glm5"), "CHATGLM4", {"bos_null": True, "ignore_merges": True}))
+      if pins.has("glm4_ignore_merges") else
+      ((("glm4", "chatglm-bpe"), "CHATGLM4", {"bos_null": True}),)),
     (("viking",), "VIKING", _CS0),
     (("jais",), "JAIS", {}),
     (("tekken",), "TEKKEN", {"clean_spaces": False, "ignore_merges": True, "add_bos": True}),
@@ -99,6 +104,8 @@ _CHAIN: tuple[tuple[tuple[str, ...], str, dict[str, bool]], ...] = (
     (("minimax-m2",), "MINIMAX_M2", _CS0),
     (("solar-open",), "SOLAR_OPEN", _CS0),
     (("mellum2",), "MELLUM2", {}),
+    *(((("spark2_5",), "SPARK2_5", _CS0), (("hy_v4",), "HY_V4", _CS0), (("ufakzeka",), "UFAKZEKA", _CS0))
+      if pins.has("pre_types_hy_v4_spark2_5_ufakzeka") else ()),  # harness.pins
 )
 
 # pre string -> pre_type name. A missing tokenizer.ggml.pre means DEFAULT (with a warning).
@@ -189,4 +196,5 @@ openelm orion paddleocr pangu-embedded phi2 phi3 phimoe plamo plamo2 plamo3 plm 
 qwen2moe qwen2vl qwen3 qwen35 qwen35moe qwen3moe qwen3next qwen3tts qwen3vl qwen3vlmoe refact rnd1
 rwkv6 rwkv6qwen2 rwkv7 seed_oss smallthinker smollm3 stablelm starcoder starcoder2 step35 t5
 t5encoder talkie wavtokenizer-dec xverse
-""".split())
+""".split()) | (frozenset("bailingmoe3 dots3note glm5-next granite_swa hrm_text hy_v4 maple qwen4exp spark2_5".split())
+                 if pins.has("architectures_0c1e570") else frozenset())

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from harness import pins
 from harness._libstdcxx import hash_spans, libstdcxx_sort, std_hash, unordered_map_order
 from harness.errors import VocabError
 from harness.gguf import GGUFReader, GGUFValueType, Keys
@@ -217,6 +218,10 @@ class _Loader:
         model = self.get(K.MODEL, T.STRING)
         if model is None:
             raise self.fail(f"key {K.MODEL!r} is missing: this GGUF has no tokenizer")
+        if model == "test" and pins.has("vocab_type_test"):
+            raise self.fail("tokenizer model 'test' (LLAMA_VOCAB_TYPE_TEST, llama.cpp's test-only hash "
+                            "tokenizer, harness.pins change vocab_type_test) is not implemented by the "
+                            "harness tokenizer")
         if model not in _MODELS:
             raise self.fail(f"unknown tokenizer model {model!r} (llama.cpp: \"unknown tokenizer\"); "
                             f"known: {', '.join(sorted(_MODELS))}")
@@ -288,7 +293,8 @@ class _Loader:
         if n == 0 and self.vocab_type in ("wpm", "ugm"):  # (SPM and BPE load, and fail later)
             raise self.fail(f"key {K.TOKENS!r} is an empty array: llama.cpp refuses a "
                             f"{self.vocab_type.upper()} vocab without tokens; re-convert the model")
-        self.scores = self.per_token_array(K.SCORES, T.FLOAT32, n, np.float32, 0.0)
+        score_types = (T.FLOAT32, T.INT32) if pins.has("int32_scores") else T.FLOAT32  # harness.pins
+        self.scores = self.per_token_array(K.SCORES, score_types, n, np.float32, 0.0)
         types = self.per_token_array(K.TOKEN_TYPE, T.INT32, n, np.int64, 1)
         lut = np.where((types >= 0) & (types < len(_TYPE_TO_ATTR)), types, 0)
         attrs = np.where((types >= 0) & (types < len(_TYPE_TO_ATTR)), _TYPE_TO_ATTR[lut], UNDEFINED)
@@ -421,7 +427,8 @@ class _Loader:
                                 or ((has(b"<|call|>") or has(b"<|calls|>")) and has(b"<|flush|>"))):
             eog.discard(texts[b"<|end|>"])
             attrs[texts[b"<|end|>"]] = USER_DEFINED
-        if has(b"<|tool_response>") and has(b"</s>"):
+        if (has(b"<|tool_response>") or (has(b"<|plamo:eos|>") and pins.has("plamo_eos_keeps_s_normal"))) \
+                and has(b"</s>"):
             eog.discard(texts[b"</s>"])
             attrs[texts[b"</s>"]] = NORMAL
         self.eog = frozenset(eog)

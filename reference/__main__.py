@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from harness.errors import HarnessError
@@ -14,18 +15,29 @@ def _build(args) -> int:
 
     from . import build, lock, sources
 
-    src = sources.make_source(lock.load(), args.source)
+    pin = lock.load()
+    src = sources.make_source(pin, args.source)
     tree = src.tree()
-    arts = build.build(Path(tree), pinned_tree=not os.environ.get("LLAMA_CPP_DIR"))
+    if src.replaced:
+        from harness.errors import IntegrityError
+        raise IntegrityError("\n".join(src.replaced) + "\nA verified copy is in its place; run `make reference` again.")
+    arts = build.build(Path(tree), pinned_tree=not os.environ.get("LLAMA_CPP_DIR"), lock=pin)
     print(arts.build_dir)
     return 0
+
+
+def lock_name() -> str:
+    from .lock import load
+
+    return load().name
 
 
 def _fetch(args) -> int:
     from .fetch import fetch
 
     result = fetch(source=args.source)
-    print(f"fetch: {len(result.kept)} verified in place, {len(result.fetched)} fetched and verified",
+    print(f"fetch: pin {lock_name()}: {len(result.kept)} verified in place, {len(result.linked)} linked from "
+          f"the store, {len(result.fetched)} fetched and verified",
           file=sys.stderr)
     return 0
 
@@ -42,7 +54,27 @@ def _verify(args) -> int:
 def _pin(args) -> int:
     from .pin import main
 
-    return main(args.ref, args.source or "github")
+    return main(args.ref, args.source or "github", sdist=args.sdist)
+
+
+def _pins(args) -> int:
+    from .lock import load_all
+
+    for p in load_all():
+        print(p.name)
+    return 0
+
+
+def _pin_diff(args) -> int:
+    from .pindiff import main as pin_diff
+
+    return pin_diff(args.frm, args.to, args.out, budget=args.budget, seed=args.seed)
+
+
+def _serve(args) -> int:
+    from .serve import main as serve
+
+    return serve(args.pin, args.vocab)
 
 
 def _paths(args) -> int:
@@ -64,9 +96,23 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--source", choices=("sdist", "github", "dir"), default=None)
         p.set_defaults(fn=fn)
     p = sub.add_parser("pin", help="move the pin to another commit")
-    p.add_argument("ref")
+    p.add_argument("ref", nargs="?")
+    p.add_argument("--sdist", help="a llama-cpp-python version whose sdist vendors the tree to pin")
     p.add_argument("--source", choices=("github", "dir"), default=None)
     p.set_defaults(fn=_pin)
+    sub.add_parser("pins", help="list the pins, oldest first (the last is the default)").set_defaults(fn=_pins)
+    p = sub.add_parser("pin-diff", help="llama.cpp against llama.cpp across two pins")
+    p.add_argument("--from", dest="frm", required=True)
+    p.add_argument("--to", required=True)
+    p.add_argument("--out", default="reports")
+    p.add_argument("--budget", type=int, default=int(os.environ.get("PIN_DIFF_TEXTS", "300")),
+                   help="generated texts per vocab and flag combination")
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(fn=_pin_diff)
+    p = sub.add_parser("serve", help="the port protocol over a pinned llama.cpp build")
+    p.add_argument("--pin", required=True)
+    p.add_argument("--vocab", required=True)
+    p.set_defaults(fn=_serve)
     args = parser.parse_args(argv)
     try:
         return args.fn(args)

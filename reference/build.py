@@ -1,6 +1,6 @@
 """Build the pinned ``llama-tokenize`` and ``libllama`` (``make reference``).
 
-The build directory is keyed by the pin, the CMake options, the compiler and
+Each pin's build directory is keyed by the pin, the CMake options, the compiler and
 the shim's source, so a second ``make reference`` with nothing changed returns
 in seconds, and changing any of them builds afresh beside the old one.
 The log goes to ``<build>/build.log``; on failure its tail is shown.
@@ -86,17 +86,20 @@ def _source_tag(source_dir: Path | None) -> str:
     return "pinned" if source_dir is None else f"dir:{Path(source_dir).resolve()}"
 
 
-def artifacts(source_dir: Path | None = None) -> Artifacts:
-    """The completed build for the pin; ReferenceUnavailable (with the fix) if absent."""
+def artifacts(source_dir: Path | None = None, pin: str | None = None) -> Artifacts:
+    """The completed build for the pin (``pin``, else ``$PIN``, else the newest);
+    ReferenceUnavailable (with the fix) if absent."""
     explicit = os.environ.get("LLAMA_CONFORMANCE_BUILD")
     if explicit:
         arts = Artifacts(Path(explicit))
     else:
-        key = build_key(_lock.load().commit, _source_tag(source_dir or _env_source_dir()))
+        lock = _lock.load(pin=pin)
+        key = build_key(lock.key, _source_tag(source_dir or _env_source_dir()))
         arts = Artifacts(cache_dir() / "build" / key)
         if not (arts.build_dir / _STAMP).is_file():
             raise ReferenceUnavailable(
-                f"the llama.cpp reference is not built ({arts.build_dir}): run `make reference`")
+                f"the llama.cpp reference for pin {lock.name} is not built ({arts.build_dir}): "
+                f"run `make reference PIN={lock.name}`")
     return arts
 
 
@@ -112,14 +115,15 @@ def _env_source_dir() -> Path | None:
     return Path(d) if d else None
 
 
-def build(source_dir: Path, *, pinned_tree: bool = True, jobs: int | None = None) -> Artifacts:
+def build(source_dir: Path, *, pinned_tree: bool = True, jobs: int | None = None,
+          lock: _lock.Lock | None = None) -> Artifacts:
     """Configure and build llama-tokenize + libllama + the shim; idempotent.
 
     ``source_dir`` is the llama.cpp tree; ``pinned_tree`` says whether it is the
     verified pinned tree (the sdist) or a user's checkout (keyed by its path).
     """
-    lock = _lock.load()
-    key = build_key(lock.commit, "pinned" if pinned_tree else _source_tag(source_dir))
+    lock = lock or _lock.load()
+    key = build_key(lock.key, "pinned" if pinned_tree else _source_tag(source_dir))
     arts = Artifacts(cache_dir() / "build" / key)
     stamp = arts.build_dir / _STAMP
     if stamp.is_file() and not arts.missing():
@@ -132,7 +136,7 @@ def build(source_dir: Path, *, pinned_tree: bool = True, jobs: int | None = None
     configure += [f"-D{k}={v}" for k, v in CMAKE_OPTIONS]
     compile_cmd = ["cmake", "--build", str(arts.build_dir), "-j", str(jobs), "--target", *TARGETS]
     last = progress.last_duration(_last_build_file())
-    print(f"reference: building llama.cpp {lock.commit[:12]} in {arts.build_dir} ("
+    print(f"reference: building llama.cpp {lock.commit[:12]} (pin {lock.name}) in {arts.build_dir} ("
           + (f"the last build took {last / 60:.1f} minutes" if last is not None else "about 5-10 minutes on 2 cores")
           + f"; log: {log})", file=sys.stderr)
     started = time.monotonic()
@@ -141,7 +145,7 @@ def build(source_dir: Path, *, pinned_tree: bool = True, jobs: int | None = None
         for cmd in (configure, compile_cmd, _shim_command(source_dir, arts)):
             _run_logged(cmd, fh, log, meter if cmd is compile_cmd else None)
     seconds = time.monotonic() - started
-    stamp.write_text(json.dumps({"commit": lock.commit, "options": CMAKE_OPTIONS,
+    stamp.write_text(json.dumps({"commit": lock.commit, "pin": lock.name, "options": CMAKE_OPTIONS,
                                  "source": str(source_dir), "seconds": round(seconds, 1)}, indent=2))
     progress.record_duration(_last_build_file(), seconds)
     print(f"reference: built {arts.llama_tokenize} in {seconds / 60:.1f} minutes", file=sys.stderr)

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import BinaryIO, Callable, Iterator
 
-from harness.errors import IntegrityError
+from harness.errors import HarnessError, IntegrityError
 
 from .lock import Pinned
 
@@ -67,6 +67,24 @@ def place_verified(target: Path, pinned: Pinned, origin: str,
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def not_a_file(path: Path) -> None:
+    """One clear error when something other than a regular file sits at ``path`` (a directory, say).
+
+    >>> not_a_file(Path("/"))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    harness.errors.HarnessError: / is a directory, where a file belongs; ...
+    """
+    if path.is_symlink() and not path.exists():
+        kind = "a dangling symlink"
+    elif not path.exists() or path.is_file():
+        return
+    else:
+        kind = "a directory" if path.is_dir() else "not a regular file"
+    raise HarnessError(f"{path} is {kind}, where a file belongs; move or remove it "
+                       f"(e.g. `mv {path} {path}.old`), then run `make fetch` again")
 
 
 def quarantine(path: Path) -> Path:

@@ -24,7 +24,7 @@ from typing import BinaryIO
 
 from harness.errors import HarnessError, ReferenceUnavailable
 
-from .integrity import check, file_lock, place_verified, quarantine, sha256_file
+from .integrity import check, file_lock, not_a_file, place_verified, quarantine, sha256_file
 from .lock import Lock, Pinned
 from .paths import cache_dir
 from .progress import ByteMeter
@@ -40,10 +40,14 @@ class Source:
 
     def __init__(self, lock: Lock):
         self.lock = lock
+        self.replaced = []
 
-    def put_many(self, files: list[Pinned], dest: Path) -> None:
+    replaced: list[str]  # messages about bad cached downloads this source moved aside
+
+    def put_many(self, files: list[Pinned], dest: Path, by_hash: bool = False) -> None:
+        """Put each file into ``dest``, named by its file name or (``by_hash``) its sha256."""
         for f in files:
-            self.put(f, dest / f.name)
+            self.put(f, dest / (f.sha256 if by_hash else f.name))
 
     def put(self, pinned: Pinned, target: Path) -> None:
         raise NotImplementedError
@@ -68,6 +72,7 @@ class DirSource(Source):
         if not src.is_file():
             raise HarnessError(f"{src} does not exist in {self.label}; is it checked out at "
                                f"{self.lock.commit}?")
+        not_a_file(src)
         place_verified(target, pinned, self.label, lambda fh: _copy_file(src, fh))
 
     def tree(self) -> Path:
@@ -98,12 +103,16 @@ class SdistSource(Source):
         target = root / self.sdist["filename"]
         pinned = Pinned(self.sdist["filename"], self.sdist["sha256"], _size_of(self.sdist))
         with file_lock(root / ".lock"):
+            not_a_file(target)
             if target.is_file():
-                if sha256_file(target) == pinned.sha256:
+                actual = sha256_file(target)
+                if actual == pinned.sha256:
                     return target
                 aside = quarantine(target)
-                print(f"fetch: cached sdist {target} failed its sha256; moved aside to {aside}",
-                      file=sys.stderr)
+                msg = (f"cached sdist {target}: sha256 {actual} does not match the lock's "
+                       f"{pinned.sha256}; the bad copy was moved to {aside}")
+                print(f"fetch: {msg}; downloading a verified copy in its place", file=sys.stderr)
+                self.replaced.append(msg)
             self._download(root, target, pinned)
         return target
 
@@ -123,7 +132,7 @@ class SdistSource(Source):
             print(f"fetch: downloaded {got.stat().st_size / 1e6:.1f} MB", file=sys.stderr)
             os.replace(got, target)
 
-    def put_many(self, files: list[Pinned], dest: Path) -> None:
+    def put_many(self, files: list[Pinned], dest: Path, by_hash: bool = False) -> None:
         """Extract the wanted members in one pass over the compressed archive."""
         prefix = self.sdist["tree"].rstrip("/") + "/"
         wanted = {prefix + f.relpath: f for f in files}
@@ -135,7 +144,7 @@ class SdistSource(Source):
                 src = tar.extractfile(member)
                 if src is None:
                     raise HarnessError(f"{member.name} in {self.label} is not a regular file")
-                place_verified(dest / pinned.name, pinned, self.label,
+                place_verified(dest / (pinned.sha256 if by_hash else pinned.name), pinned, self.label,
                                lambda fh, s=src: shutil.copyfileobj(s, fh, 1 << 20))
         if wanted:
             raise HarnessError(f"{self.label} lacks {', '.join(sorted(wanted))}; the lock and the "
@@ -146,10 +155,10 @@ class SdistSource(Source):
 
     def tree(self) -> Path:
         """The whole pinned tree, extracted once into the cache."""
-        root = cache_dir() / "src" / self.lock.commit
+        root = cache_dir() / "src" / self.lock.key
         tree = root / self.sdist["tree"]
         stamp = root / ".complete"
-        with file_lock(cache_dir() / "src" / f".{self.lock.commit}.lock"):
+        with file_lock(cache_dir() / "src" / f".{self.lock.key}.lock"):
             if stamp.is_file() and tree.is_dir():
                 return tree
             archive = self.archive()
@@ -161,7 +170,7 @@ class SdistSource(Source):
                 members = [m for m in tar.getmembers() if m.name.startswith(self.sdist["tree"] + "/")]
                 tar.extractall(tmp, members=members, filter="data")
             os.replace(tmp, root)
-            stamp.write_text(self.lock.commit + "\n")
+            stamp.write_text(self.lock.key + "\n")
         return tree
 
 

@@ -17,8 +17,9 @@ from hypothesis import given, settings, strategies as st
 from harness.errors import GGUFFormatError
 from harness.gguf import GGUFReader, GGUFValueType as T, Keys
 from harness.gguf.writer import rewrite_metadata, write_gguf
+from reference.paths import vocabs_dir
 
-VOCABS = sorted((Path(__file__).resolve().parent.parent / "vocabs").glob("ggml-vocab-*.gguf"))
+VOCABS = sorted(vocabs_dir().glob("ggml-vocab-*.gguf"))  # vocabs/<pin>/ of the selected pin
 
 
 def s(text: bytes | str) -> bytes:

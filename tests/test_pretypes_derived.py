@@ -3,7 +3,9 @@
 Only a few pre types have a pinned vocab, so for each selected pre_type we
 copy gpt-2's vocab with ``tokenizer.ggml.pre`` rewritten to one string that
 selects it (written into tmp_path) and compare our ids with llama.cpp's on a
-fixed, varied set of texts. The merges are gpt-2's, so the ids differ between
+fixed, varied set of texts. A pre string whose load flags differ from its type's
+first string (``glm4``'s ignore_merges from 0c1e570 on) is checked too. The types
+and strings are those of the selected pin (``PIN``; harness/pins.py). The merges are gpt-2's, so the ids differ between
 pre types exactly where their splits differ.
 
 WHITESPACE on a gpt2 model keeps whitespace gaps as words; a gap holding a
@@ -16,7 +18,8 @@ from __future__ import annotations
 import pytest
 
 from harness.algorithms.bpe import LlamaAbort
-from harness.pretypes import ALL_PRE_TYPES, PRE_NAMES
+from harness import pins
+from harness.pretypes import ALL_PRE_TYPES, PRE_FLAGS, PRE_NAMES
 
 from needs import require
 
@@ -28,6 +31,7 @@ TEXTS: list[bytes] = [s.encode() if isinstance(s, str) else s for s in [
     "你好，世界！中文分词 テスト カタカナ 한국어 텍스트 〇",
     "emoji 🦙👍🏽 🇺🇸 ❤️",
     "x ~é ~~ a~b $100 ^_^ <tag> {json: [1,2]} `q` |p|",
+    "a ~~b ~/x ~= Yağmur'da İstanbul'a l'été 2024~",
     "नमस्ते दुनिया  ไทย ภาษา  العربية \u0301x",
     "\u3000\xa0\u2002mixed\u2028spaces\x85\x1c",
     "code: def f(x):\n    return x**2  # comment\n",
@@ -45,8 +49,21 @@ def _first_string_per_type() -> dict[str, str]:
     return first
 
 
+def _strings_with_their_own_flags() -> list[str]:
+    """Pre strings whose flags differ from their type's first string (its own load branch)."""
+    seen, out = set(), []
+    for pre, pre_type in PRE_NAMES.items():
+        key = (pre_type, tuple(sorted(PRE_FLAGS[pre].items())))
+        if key not in seen:
+            seen.add(key)
+            if _FIRST[pre_type] != pre:
+                out.append(pre)
+    return out
+
+
 _FIRST = _first_string_per_type()
 SELECTED = [t for t in ALL_PRE_TYPES if t in _FIRST]
+OWN_FLAGS = _strings_with_their_own_flags()
 
 
 def _check_pre_string(tmp_path, pre: str) -> None:
@@ -82,6 +99,12 @@ def test_pre_type_agrees_with_reference(tmp_path, pre_type):
 
 
 @pytest.mark.reference
+@pytest.mark.parametrize("pre", OWN_FLAGS)
+def test_pre_string_with_its_own_flags_agrees_with_reference(tmp_path, pre):
+    _check_pre_string(tmp_path, pre)
+
+
+@pytest.mark.reference
 @pytest.mark.slow
 @pytest.mark.parametrize("pre", sorted(PRE_NAMES))
 def test_every_pre_string_agrees_with_reference(tmp_path, pre):
@@ -89,7 +112,10 @@ def test_every_pre_string_agrees_with_reference(tmp_path, pre):
 
 
 def test_selected_pre_types():
-    assert len(SELECTED) == 54 and {"CHATGLM3", "LLAMA4", "PIXTRAL"}.isdisjoint(SELECTED)
+    new = pins.has("pre_types_hy_v4_spark2_5_ufakzeka")
+    assert len(SELECTED) == (57 if new else 54) and {"CHATGLM3", "LLAMA4", "PIXTRAL"}.isdisjoint(SELECTED)
+    assert {"HY_V4", "SPARK2_5", "UFAKZEKA"} <= set(SELECTED) if new else not {"HY_V4"} & set(SELECTED)
+    assert ("glm4" in OWN_FLAGS) == pins.has("glm4_ignore_merges")
 
 
 def test_which_texts_whitespace_pre_refuses():
@@ -106,4 +132,4 @@ def test_which_texts_whitespace_pre_refuses():
         except LlamaAbort:
             refused.append(TEXTS.index(text))
     # "  two spaces", "दुनिया  ไทย", "\n    return"; text 8's gap (U+3000 NBSP U+2002) has no ' '
-    assert refused == [3, 7, 9]
+    assert refused == [3, 8, 10]

@@ -3,6 +3,7 @@
 A port spec (the ``PORT`` variable of ``make conformance``) is one of
 - ``harness``: the harness's own tokenizer (the default);
 - ``llama.cpp``: llama.cpp itself, in process (must give zero divergences);
+- ``llama.cpp@<pin>``: another pin's llama.cpp, out of process (``python -m reference serve``);
 - ``mutant:NAME``: a deliberately broken port (see harness.conformance.mutants);
 - ``llama-tokenize``: the pinned CLI (encode only; what the cross-check compares);
 - ``py:MODULE:FACTORY``: a Python adapter in process: ``FACTORY(vocab_path)`` returns an
@@ -328,6 +329,11 @@ def open_port(spec: str, vocab_path: str | Path, *, reference: Port | None = Non
         return Tokenizer.from_gguf(vocab_path)
     if spec == "llama.cpp":
         return reference if reference is not None else load_reference(vocab_path)
+    if spec.startswith("llama.cpp@"):  # another pin's llama.cpp, in its own process (reference/serve.py)
+        import sys
+        pin = spec.removeprefix("llama.cpp@")
+        return ExternalPort(f"{shlex.quote(sys.executable)} -m reference serve --pin {shlex.quote(pin)} "
+                            "--vocab {vocab}", vocab_path, n_vocab=reference.n_vocab if reference else 0)
     if spec == "llama-tokenize":
         from reference.cli import CliReference
         return ReferencePort(CliReference(vocab_path))

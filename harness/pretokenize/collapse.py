@@ -7,7 +7,8 @@ R path -- the regex names a category (\\p{N} \\p{L} \\p{P} \\p{M} \\p{S} \\p{Lu}
     \\p{Ll} \\p{Lt} \\p{Lm} \\p{Lo}): the *text* is collapsed to one char per
     cpt (ASCII kept, whitespace -> 0x0B, N/L/P/M/S -> 0xD1..0xD5, the rest ->
     0xD0) and each \\p{X} in the regex becomes ``[<stand-in><ASCII members>]``.
-    So ``~`` is in no class, and \\p{Lu} etc. mean "any letter".
+    So \\p{Lu} etc. mean "any letter", and ``~`` is in no class before 0c1e570
+    (in \\p{S} from then on: ``harness.pins`` change ``tilde_is_symbol``).
 W path -- otherwise: std::wregex on the code points, with every non-ASCII
     whitespace cpt replaced by 0x0B; literal ranges compare code points.
 
@@ -36,6 +37,7 @@ import functools
 import numpy as np
 import regex
 
+from harness import pins
 from harness import unicode as U
 from harness.errors import HarnessError
 
@@ -51,7 +53,7 @@ _UCAT_ASCII = {
     U.LETTER: "\x41-\x5A\x61-\x7A",
     U.PUNCTUATION: "\x21-\x23\x25-\x2A\x2C-\x2F\x3A-\x3B\x3F-\x40\\\x5B-\\\x5D\x5F\\\x7B\\\x7D",
     U.ACCENT_MARK: "",
-    U.SYMBOL: "\\\x24\\\x2B\x3C-\x3E\x5E\x60\\\x7C",
+    U.SYMBOL: "\\\x24\\\x2B\x3C-\x3E\x5E\x60\\\x7C" + ("\\\x7E" if pins.has("tilde_is_symbol") else ""),
 }
 
 

@@ -15,6 +15,8 @@ True
 
 from __future__ import annotations
 
+from harness import pins
+
 # pre types whose constructor sets byte_encode = false (raw UTF-8 merges)
 NO_BYTE_ENCODE = frozenset({"GEMMA4", "SARVAM_MOE", "WHITESPACE"})
 
@@ -125,8 +127,22 @@ _RX = (
     ('[!"#$%&\'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\'
      'p{L}\\p{M}]+| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+'),
 )
-for _t in ('DEEPSEEK3_LLM', 'HUNYUAN_DENSE', 'JOYAI_LLM'):
+for _t in ('DEEPSEEK3_LLM', 'HUNYUAN_DENSE', 'JOYAI_LLM') + (
+        ('HY_V4',) if pins.has("pre_types_hy_v4_spark2_5_ufakzeka") else ()):
     REGEX_EXPRS[_t] = _RX
+
+if pins.has("pre_types_hy_v4_spark2_5_ufakzeka"):
+    REGEX_EXPRS['SPARK2_5'] = (
+        '\\p{N}{1,3}',
+        '[一-龥\u3040-ゟ゠-ヿ]+',
+        ('[!"#$%&\'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\'
+         'p{L}\\p{M}]+| ?[\\p{P}\\p{S}]+|[\r\n]|\\s+(?!\\S)|\\s+'),
+        '\\p{N}',
+    )
+    # Qwen2's pattern without the English contraction group (Turkish apostrophe suffixes stay attached)
+    REGEX_EXPRS['UFAKZEKA'] = (
+        '[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+',
+    )
 
 _RX = (
     ("[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))*((?=[\\p{L}])([^A-Z]))+(?:'[sS]|'[tT]|"

@@ -1,0 +1,62 @@
+"""make pin-diff and PORT=llama.cpp@<pin>: llama.cpp against llama.cpp across pins."""
+
+from __future__ import annotations
+
+import pytest
+
+from reference import pindiff as D
+
+
+def test_shrink_keeps_a_difference_and_drops_the_rest():
+    assert D.shrink("Hello ~~ world ~ and more", lambda t: "~~" in t) == "~~"
+    assert D.shrink("abc", lambda t: False) == "abc"
+
+
+def test_same_compares_ids_exactly_and_failures_by_kind():
+    assert D.same([1, 2], [1, 2]) and not D.same([1, 2], [1, 3])
+    assert D.same(("error", "a.gguf: x"), ("error", "b.gguf: x")) and not D.same(("crash", ""), [1])
+
+
+def test_grouping_merges_flag_combinations_with_the_same_change():
+    d = dict(vocab="v", text="~", from_ids=[1], to_ids=[2])
+    groups = D._grouped([{**d, "add_special": False}, {**d, "add_special": True}, {**d, "text": "x"}])
+    assert [len(g) for g in groups] == [2, 1]
+
+
+@pytest.mark.pins
+def test_pin_diff_finds_the_tilde_change_and_nothing_on_qwen2():
+    from needs import require
+    from reference.build import artifacts
+
+    for pin in ("4df29be", "0c1e570"):
+        require(lambda: artifacts(pin=pin))
+    r = D.pin_diff("4df29be", "0c1e570", budget=40, seed=1, only=["qwen2", "gpt-2+pre=deepseek-v3"])
+    by = {v["vocab"]: v for v in r["vocabs"]}
+    assert by["qwen2"]["differing"] == 0 and by["qwen2"]["cases"] > 0
+    assert by["gpt-2+pre=deepseek-v3"]["differing"] > 0
+    shrunk = {d["text"] for d in r["differences"]}
+    assert shrunk and all("~" in t and len(t) <= 4 for t in shrunk), shrunk
+    assert "tilde_is_symbol" in {c["name"] for c in r["changes"]}
+    assert r["static"]["pre_types_added"] == ["HY_V4", "SPARK2_5", "UFAKZEKA"]
+
+
+@pytest.mark.pins
+def test_another_pin_is_a_port(tmp_path):
+    """PORT=llama.cpp@4df29be: the old pin's build, out of process, through the port protocol."""
+    from harness.conformance.ports import open_port
+    from harness.gguf import GGUFValueType as T
+    from harness.gguf.writer import rewrite_metadata
+    from needs import require
+    from reference.build import artifacts
+    from reference.inproc import InProcessReference
+    from reference.vocabs import vocab_path
+
+    require(lambda: artifacts(pin="4df29be"))
+    path = tmp_path / "ds3.gguf"
+    rewrite_metadata(require(vocab_path, "gpt-2"), path, {"tokenizer.ggml.pre": (T.STRING, "deepseek-v3")})
+    old = open_port("llama.cpp@4df29be", path, reference=None)
+    try:
+        assert old.encode(" ~") == [220, 93]  # see docs/pin-diff-4df29be-0c1e570.md
+        assert old.encode("hello world") == require(InProcessReference.load, path).encode("hello world")
+    finally:
+        old.close()
