@@ -44,9 +44,8 @@ from needs import require
 pytest_plugins = ["pytester"]
 SUITE = Path(harness.conformance.suite.__file__).parent
 # pytester points HOME at a temporary directory; keep the real reference cache.
-from reference.paths import cache_dir  # noqa: E402
+from suite_run import CACHE, run_suite  # noqa: E402
 
-CACHE = cache_dir()
 
 
 # --- diff ------------------------------------------------------------------------------------
@@ -345,25 +344,7 @@ def test_plugin_reports_what_workers_found(pytester, workers):
 
 # --- the suite, run in process -----------------------------------------------------------------
 def _run_suite(pytester, monkeypatch, port, vocabs, nodes, profile="ci"):
-    """Run tests/conformance nodes in process; return (result, report json)."""
-    from hypothesis import settings
-    monkeypatch.setenv("LLAMA_CONFORMANCE_CACHE", str(CACHE))
-    from reference.build import artifacts
-    require(artifacts)
-    previous = settings.default
-    monkeypatch.setenv("PORT", port)
-    monkeypatch.setenv("VOCABS", vocabs)
-    monkeypatch.setenv("HYPOTHESIS_PROFILE", profile)
-    out = pytester.path / "reports"
-    try:
-        result = pytester.runpytest_inprocess(*nodes, "-p", "harness.conformance.plugin",
-                                              "--hypothesis-seed=0", f"--conformance-reports={out}",
-                                              "-W", "ignore::pytest.PytestAssertRewriteWarning",
-                                              "-p", "no:cacheprovider", "-q")
-    finally:
-        settings.register_profile("_engine_tests_restore", previous)
-        settings.load_profile("_engine_tests_restore")
-    return result, json.loads((out / "conformance.json").read_text(encoding="utf-8"))
+    return run_suite(pytester, monkeypatch, port, vocabs, nodes, profile)
 
 
 def _node(check: str, vocab: str, flags: str | None = None) -> str:

@@ -9,7 +9,6 @@ families hold what their names promise.
 
 from __future__ import annotations
 
-import json
 import unicodedata
 from pathlib import Path
 
@@ -34,11 +33,10 @@ import reference.vocabs  # noqa: F401
 from harness import unicode as U
 from harness.conformance import drift, strategies, vocabgen
 from needs import require
-from reference.paths import cache_dir
+from suite_run import run_suite  # noqa: E402
 
 pytest_plugins = ["pytester"]
 SUITE = Path(harness.conformance.suite.__file__).parent
-CACHE = cache_dir()
 # mutant -> the flag combination where its bug shows (as in test_conformance_engine.py)
 MUTANT_FLAGS = {"bos_qwen2": "add", "lstrip_ignored": "parse"}
 
@@ -122,24 +120,7 @@ def test_vocab_text_marker_materialises_and_every_special_is_drawable():
 
 # --- the suite, generation alone ----------------------------------------------------------------
 def _run_suite(pytester, monkeypatch, port, vocabs, nodes, profile="conformance"):
-    from hypothesis import settings
-
-    from reference.build import artifacts
-    monkeypatch.setenv("LLAMA_CONFORMANCE_CACHE", str(CACHE))
-    require(artifacts)
-    previous = settings.default
-    for k, v in {"PORT": port, "VOCABS": vocabs, "HYPOTHESIS_PROFILE": profile, "KNOWN_EXAMPLES": "0"}.items():
-        monkeypatch.setenv(k, v)
-    out = pytester.path / "reports"
-    try:
-        result = pytester.runpytest_inprocess(*nodes, "-p", "harness.conformance.plugin",
-                                              "--hypothesis-seed=0", f"--conformance-reports={out}",
-                                              "-W", "ignore::pytest.PytestAssertRewriteWarning",
-                                              "-p", "no:cacheprovider", "-q")
-    finally:
-        settings.register_profile("_generation_alone_restore", previous)
-        settings.load_profile("_generation_alone_restore")
-    return result, json.loads((out / "conformance.json").read_text(encoding="utf-8"))
+    return run_suite(pytester, monkeypatch, port, vocabs, nodes, profile, KNOWN_EXAMPLES="0")
 
 
 @pytest.mark.reference

@@ -152,6 +152,17 @@ class Hunt:
         """The port declared it cannot express this test's op or flags: nothing runs."""
         self.tally.unsupported_reason = reason
 
+    def begin(self, unsupported_reason: str = "", replay=()) -> bool:
+        """Start the test: if the port declared it cannot express it, note why and
+        return False (nothing runs); else check the ``replay`` inputs (earlier shrunk
+        failures) first and return True."""
+        if unsupported_reason:
+            self.declare_unsupported(unsupported_reason)
+            return False
+        for x in replay:
+            self.case(x)
+        return True
+
     def case(self, x) -> None:
         """Check one input (ignored once the port is down: counted as not checked)."""
         if self.down:

@@ -49,7 +49,6 @@ JSON schema of ``reports/conformance.json`` (version 2)::
 
 from __future__ import annotations
 
-import html
 import shlex
 import sys
 import unicodedata
@@ -280,11 +279,6 @@ class Finding:
                    obj.get("remove_special"), obj.get("unparse_special"), own, obj.get("cases", 1),
                    tuple(obj.get("signature", ())),
                    tuple(tuple(tuple(span) for span in side) for side in obj.get("spans", ())))
-
-
-def _label(item: int, pieces: Mapping[int, bytes]) -> str:
-    piece = pieces.get(item)
-    return f"{item} {render_token(piece) if piece is not None else '<no piece>'}"
 
 
 def _label(item: int, own: Mapping[int, bytes], ref: Mapping[int, bytes] | None = None) -> str:

@@ -35,16 +35,11 @@ def test_decode(vut, flags, hunt, request, fast):
     h = hunt("decode", flags_label(*flags),
              lambda ids: vut.check_decode(ids, remove_special, unparse_special),
              signature=vut.signature, shrink=shrink_ids)
-    reason = vut.unsupported_reason("decode", remove_special=remove_special,
-                                    unparse_special=unparse_special)
-    if reason:
-        h.declare_unsupported(reason)
+    replay = [ids for ids in load_replay(request.node.nodeid) if isinstance(ids, tuple)]
+    if not h.begin(vut.unsupported_reason("decode", remove_special=remove_special,
+                                          unparse_special=unparse_special), replay):
         h.finish()
         return
-    for ids in load_replay(request.node.nodeid):
-        if isinstance(ids, tuple):
-            h.case(ids)
-
     count, seconds, rng = fast
     pool = fragment_pool(run_seed())
     inputs = (vut.decode_input(materialise(r, vut.texts), rng.choice(SOURCES), rng.randrange(2**16),

@@ -30,26 +30,19 @@ def test_encode(vut, flags, hunt, request, fast):
     h = hunt("encode", flags_label(*flags),
              lambda text: vut.check_encode(text, add_special, parse_special),
              signature=vut.signature, shrink=shrink_text)
-    reason = vut.unsupported_reason("encode", add_special=add_special, parse_special=parse_special)
-    if reason:
-        h.declare_unsupported(reason)
-        h.finish()
-        return
-    for text in load_replay(request.node.nodeid):
-        if isinstance(text, str):
-            h.case(text)
+    replay = [t for t in load_replay(request.node.nodeid) if isinstance(t, str)]
+    if h.begin(vut.unsupported_reason("encode", add_special=add_special, parse_special=parse_special), replay):
+        count, seconds, rng = fast
+        texts = (materialise(r, vut.texts) for r in random_recipes(fragment_pool(run_seed()), rng))
+        run_phase(h, texts, lambda batch: vut.port_many("encode", batch, add_special=add_special,
+                                                        parse_special=parse_special),
+                  lambda text, ids: list(ids) == vut.reference.encode(text, add_special=add_special,
+                                                                      parse_special=parse_special),
+                  count=count, seconds=seconds)
 
-    count, seconds, rng = fast
-    texts = (materialise(r, vut.texts) for r in random_recipes(fragment_pool(run_seed()), rng))
-    run_phase(h, texts, lambda batch: vut.port_many("encode", batch, add_special=add_special,
-                                                    parse_special=parse_special),
-              lambda text, ids: list(ids) == vut.reference.encode(text, add_special=add_special,
-                                                                  parse_special=parse_special),
-              count=count, seconds=seconds)
+        @given(recipe=recipes())
+        def explore(recipe):
+            h.case(materialise(recipe, vut.texts))
 
-    @given(recipe=recipes())
-    def explore(recipe):
-        h.case(materialise(recipe, vut.texts))
-
-    explore()
+        explore()
     h.finish()
