@@ -60,8 +60,9 @@ def parser() -> argparse.ArgumentParser:
 
 def _run_parser(sub) -> None:
     r = sub.add_parser("run", help="run the conformance suite against a port",
-                       description="Run the conformance suite against a port: golden, differential and "
-                                   "cross-check, every (add_special, parse_special) combination.",
+                       description="Run the conformance suite against a port: golden, known texts, generated "
+                                   "encode and decode, every piece, and the llama-tokenize cross-check, under "
+                                   "every flag combination.",
                        epilog="exit codes: 0 clean, 1 divergences, 2 port errors, 3 set-up errors")
     r.add_argument("--port", default=os.environ.get("PORT") or "harness",
                    help='the port: a command with {vocab} (a .gguf path is substituted), e.g. '
@@ -77,7 +78,11 @@ def _run_parser(sub) -> None:
                    help="pytest-xdist workers: a number or auto (default: $JOBS, else auto)")
     r.add_argument("--report-dir", default="reports",
                    help="where conformance.json, conformance.html and conformance-junit.xml go (default: reports)")
-    r.add_argument("--seed", type=int, default=None, help="Hypothesis seed, to reproduce a run")
+    r.add_argument("--seed", type=int, default=None,
+                   help="seed of Hypothesis and of the fast random phase (CONFORMANCE_SEED), to reproduce a run")
+    r.add_argument("--budget", default=os.environ.get("BUDGET") or None,
+                   help="wall time for the fast random phases, e.g. 5m or 300s (default: $BUDGET, else "
+                        "the profile's counts)")
     r.add_argument("--no-known-examples", action="store_true",
                    help="generated text only, without the fixed known-bug texts (KNOWN_EXAMPLES=0)")
     r.add_argument("--no-fetch", action="store_true",
@@ -128,6 +133,12 @@ def run_env(args: argparse.Namespace) -> dict[str, str]:
         env["PIN"] = args.pin
     if args.no_known_examples:
         env["KNOWN_EXAMPLES"] = "0"
+    if args.seed is not None:
+        env["CONFORMANCE_SEED"] = str(args.seed)
+    if args.budget:
+        from harness.conformance.fastphase import parse_budget
+        parse_budget(args.budget)  # a bad budget is a set-up error now, not in every worker
+        env["BUDGET"] = args.budget
     return env
 
 
@@ -181,7 +192,12 @@ class Outcome:
 def run(args: argparse.Namespace) -> int:
     import pytest
 
-    os.environ.update(run_env(args))
+    from harness.errors import HarnessError
+    try:
+        os.environ.update(run_env(args))
+    except HarnessError as e:
+        print(f"llama-conformance: {e}", file=sys.stderr)
+        return SETUP_ERRORS
     if not args.no_fetch:
         prepared = _prepare_reference()
         if prepared:
