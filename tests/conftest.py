@@ -57,11 +57,16 @@ def pytest_make_collect_report(collector):
 
 def pytest_collection_modifyitems(config, items):
     """Under LLAMA_CONFORMANCE_REQUIRE_REFERENCE=1 (make test, run from the checkout with the vocabs
-    fetched) docstring examples marked ``+SKIP`` because they read ``vocabs/`` run too, so none skips."""
+    fetched) docstring examples marked ``+SKIP`` because they read ``vocabs/`` run too, so none skips.
+    Docstrings name a vocab as ``vocabs/ggml-vocab-X.gguf``; the selected pin's directory
+    (``vocabs/<pin>/``) is put in its place."""
     if os.environ.get("LLAMA_CONFORMANCE_REQUIRE_REFERENCE") != "1":
         return
     import doctest
 
+    from reference.paths import vocabs_dir
+    here = f'"{vocabs_dir()}/ggml-vocab-'
     for item in items:
         for example in getattr(getattr(item, "dtest", None), "examples", ()):
             example.options.pop(doctest.SKIP, None)
+            example.source = example.source.replace('"vocabs/ggml-vocab-', here)
