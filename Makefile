@@ -18,7 +18,7 @@ SOURCE_FLAG := $(if $(SOURCE),--source $(SOURCE),)
 
 export LLAMA_CPP_DIR PORT VOCABS HYPOTHESIS_PROFILE KNOWN_EXAMPLES BUDGET CONFORMANCE_SEED PIN
 
-.PHONY: all fetch reference test test-slow conformance sweep bench scoreboard pin pin-diff test-pins verify dist clean help coverage fuzz
+.PHONY: all fetch reference test test-slow chromium conformance sweep bench scoreboard pin pin-diff test-pins verify dist clean help coverage fuzz
 
 all: test
 
@@ -48,8 +48,12 @@ test: reference
 
 # The long checks: every token piece re-encoded, 1 MB texts, every pre string, every .inp text
 # through llama-tokenize one process at a time (about 25 minutes).
-test-slow: reference
+test-slow: reference chromium
 	LLAMA_CONFORMANCE_REQUIRE_REFERENCE=1 $(PY) -m pytest -n $(JOBS) -m slow tests
+
+# Headless Chromium renders conformance.html in test-slow (Debian's package; needs root or sudo).
+chromium:
+	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
 
 conformance: reference
 	$(CLI) run --no-fetch --jobs $(JOBS) --report-dir reports

@@ -1,0 +1,57 @@
+"""conformance.html in a real browser: headless Chromium lays out a report with findings,
+and every finding's text is drawn as token spans on both sides (``make test-slow``; the
+Makefile installs Debian's ``chromium`` for it)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from harness.conformance.diff import Divergence
+from harness.conformance.html_report import html_page
+from harness.conformance.report import Finding
+
+pytestmark = pytest.mark.slow
+
+
+def _chromium() -> str:
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    if exe is None:
+        pytest.fail("chromium is not installed: make test-slow installs it (apt-get install chromium)")
+    return exe
+
+
+def _report(tmp_path):
+    findings = [
+        Finding("encode", "qwen2", "QWEN2", False, False, "a\xa0b 77", Divergence(1, 1, True, (64, 4102, 65, 220, 2277),
+                (64, 220, 65, 220, 22, 22)), "faulty", {64: b"a", 4102: b"\xc2\xa0", 65: b"b", 220: b" ", 2277: b"77"},
+                port_pieces={64: b"a", 220: b" ", 65: b"b", 22: b"7"}, cases=12, signature=("space/non-ascii",),
+                spans=(((0, 1), (1, 3), (3, 4), (4, 5), (5, 7)), ((0, 1), (1, 1), (3, 4), (4, 5), (5, 6), (6, 7)))),
+        Finding("decode", "llama-spm", "n/a (llama)", False, False, "", Divergence(0, 0, True, tuple(b" Hi"), tuple(b"Hi")),
+                "faulty", {}, (1, 6324), remove_special=False, unparse_special=False, signature=("normal", "drops space")),
+    ]
+    report = {"run": {"pin": "0c1e57098", "port": "faulty"}, "totals": {"divergences": 2},
+              "cells": [{"vocab": "qwen2", "check": "encode", "flags": "plain", "cases": 9, "divergences": 1,
+                         "outcome": "divergence"}], "port_errors": []}
+    path = tmp_path / "conformance.html"
+    path.write_text(html_page(report, findings), encoding="utf-8")
+    return path
+
+
+def test_chromium_draws_each_findings_token_spans(tmp_path):
+    page = _report(tmp_path)
+    dom = subprocess.run([_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom",
+                          page.as_uri()], capture_output=True, text=True, timeout=120).stdout
+    assert "llama.cpp tokenizer conformance" in dom
+    # The text finding: llama.cpp's 5 tokens above the port's 6, the first divergent one marked on each.
+    rows = re.findall(r"<div class=\"toks\">(.*?)</div>", dom)
+    assert len(rows) == 2
+    assert [r.count("class=\"tok ") for r in rows] == [5, 6]
+    assert all(len(re.findall(r'class="tok[^"]*\bfirst\b', r)) == 1 for r in rows)
+    shot = tmp_path / "shot.png"
+    subprocess.run([_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--window-size=1200,900",
+                    f"--screenshot={shot}", page.as_uri()], capture_output=True, timeout=120)
+    assert shot.stat().st_size > 20_000  # a page was laid out and painted, not a blank
