@@ -121,13 +121,10 @@ def rss_child(side: str, path: str, nbytes: int) -> None:
 def _peak_rss() -> int:
     """This process's peak RSS in bytes. Linux: VmHWM, since ru_maxrss survives exec and so
     would include the parent's RSS at fork time."""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
+    from harness._proc import status_bytes
+    hwm = status_bytes("VmHWM")
+    if hwm is not None:
+        return hwm
     import resource
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak if sys.platform == "darwin" else peak * 1024  # macOS: bytes; elsewhere KiB

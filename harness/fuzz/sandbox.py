@@ -45,15 +45,9 @@ class Child:
 
 
 def _vm_size() -> int:
-    """This process's virtual size in bytes (RLIMIT_AS counts from here)."""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmSize:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
+    """This process's virtual size in bytes (RLIMIT_AS counts from here); 0 if unknown."""
+    from harness._proc import status_bytes
+    return status_bytes("VmSize") or 0
 
 
 def _child(fn: Callable[[Send], None], w: int, err_fd: int, mem_bytes: int) -> None:
