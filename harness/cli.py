@@ -66,7 +66,7 @@ def _run_parser(sub) -> None:
                        epilog="exit codes: 0 clean, 1 divergences, 2 port errors, 3 set-up errors")
     r.add_argument("--port", default=os.environ.get("PORT") or "harness",
                    help='the port: a command with {vocab} (a .gguf path is substituted), e.g. '
-                        '"java -jar port.jar --vocab {vocab}"; or harness, llama.cpp, mutant:NAME '
+                        '"java -jar port.jar --vocab {vocab}"; or harness, llama.cpp, py:MODULE:FACTORY '
                         "(default: $PORT, else harness)")
     r.add_argument("--vocabs", nargs="+", default=_env_list("VOCABS"), metavar="VOCAB",
                    help="pinned vocab names or .gguf paths (default: $VOCABS, else every pinned vocab)")

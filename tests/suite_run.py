@@ -7,12 +7,19 @@ conftest: two conftest.py files share the module name ``conftest``.)
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from harness.conformance.needs import require
 from reference.paths import cache_dir
 
 # pytester points HOME at a temporary directory; keep the real reference cache.
 CACHE = cache_dir()
+REPO = Path(__file__).resolve().parent.parent
+
+
+def mutant_port(name: str) -> str:
+    """PORT of self-test mutant ``name`` (tests/ports/mutants.py, a Python adapter)."""
+    return f"py:tests.ports.mutants:{name}"
 
 
 def run_suite(pytester, monkeypatch, port: str, vocabs: str, nodes: list[str], profile: str = "ci",
@@ -23,6 +30,7 @@ def run_suite(pytester, monkeypatch, port: str, vocabs: str, nodes: list[str], p
 
     from reference.build import artifacts
     monkeypatch.setenv("LLAMA_CONFORMANCE_CACHE", str(CACHE))
+    monkeypatch.syspath_prepend(str(REPO))  # py:tests.ports... adapters, from the repository root
     require(artifacts)
     previous = settings.default
     for k, v in {"PORT": port, "VOCABS": vocabs, "HYPOTHESIS_PROFILE": profile, **env}.items():

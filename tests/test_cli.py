@@ -82,8 +82,9 @@ def test_run_exit_codes_end_to_end(tmp_path):
     code, out = _run(tmp_path, "--port", "llama.cpp", "--vocabs", "qwen2", *sel)
     assert code == 0, out[-3000:]
     assert (tmp_path / "r" / "conformance-junit.xml").is_file() and (tmp_path / "r" / "conformance.html").is_file()
-    code, out = _run(tmp_path, "--port", "mutant:bos_qwen2", "--vocabs", "qwen2",
-                     "--", "-k", "test_known and add and not add_parse")
+    # A self-test mutant is a Python adapter of the repository's tests/ports (PYTHONPATH finds it).
+    code, out = _run(tmp_path, "--port", "py:tests.ports.mutants:bos_qwen2", "--vocabs", "qwen2",
+                     "--", "-k", "test_known and add and not add_parse", env_extra={"PYTHONPATH": str(REPO)})
     assert code == 1, out[-3000:]
     assert "DIVERGENCE" in out
     port = f"{shlex.quote(sys.executable)} -c 'import sys; sys.exit(7)' {{vocab}}"

@@ -23,7 +23,7 @@ import numpy  # noqa: F401
 import regex  # noqa: F401
 
 import harness.conformance.checks  # noqa: F401
-import harness.conformance.mutants  # noqa: F401
+import tests.ports.mutants  # noqa: F401
 import harness.conformance.plugin  # noqa: F401
 import harness.conformance.suite  # noqa: F401
 import harness.conformance.wordbpe  # noqa: F401
@@ -44,7 +44,7 @@ from needs import require
 pytest_plugins = ["pytester"]
 SUITE = Path(harness.conformance.suite.__file__).parent
 # pytester points HOME at a temporary directory; keep the real reference cache.
-from suite_run import CACHE, run_suite  # noqa: E402
+from suite_run import CACHE, mutant_port, run_suite  # noqa: E402
 
 
 
@@ -380,13 +380,13 @@ MUTANT_NODES = {"bos_qwen2": (("known", "encode"), "add"), "lstrip_ignored": (("
 
 
 @pytest.mark.reference
-@pytest.mark.parametrize("mutant", sorted(harness.conformance.mutants.MUTANTS))
+@pytest.mark.parametrize("mutant", sorted(tests.ports.mutants.MUTANTS))
 def test_suite_catches_mutant_with_a_short_text(pytester, monkeypatch, mutant):
-    from harness.conformance.mutants import mutant_vocab
+    from tests.ports.mutants import mutant_vocab
     vocab = require(mutant_vocab, mutant)
     vid = Path(vocab).stem.removeprefix("ggml-vocab-") if vocab.endswith(".gguf") else vocab
     checks, flags = MUTANT_NODES.get(mutant, (("known", "encode"), "plain"))
-    result, report = _run_suite(pytester, monkeypatch, f"mutant:{mutant}", vocab,
+    result, report = _run_suite(pytester, monkeypatch, mutant_port(mutant), vocab,
                                 [_node(c, vid, flags) for c in checks], profile="conformance")
     assert result.ret == 1, result.stdout.str()[-3000:]
     found = [d["text"] or d["reference_ids"] for d in report["divergences"]]

@@ -20,7 +20,7 @@ import numpy  # noqa: F401
 import regex  # noqa: F401
 
 import harness.conformance.checks  # noqa: F401
-import harness.conformance.mutants  # noqa: F401
+import tests.ports.mutants  # noqa: F401
 import harness.conformance.plugin  # noqa: F401
 import harness.conformance.suite  # noqa: F401
 import harness.conformance.wordbpe  # noqa: F401
@@ -33,7 +33,7 @@ import reference.vocabs  # noqa: F401
 from harness import unicode as U
 from harness.conformance import drift, strategies, vocabgen
 from needs import require
-from suite_run import run_suite  # noqa: E402
+from suite_run import mutant_port, run_suite  # noqa: E402
 
 pytest_plugins = ["pytester"]
 SUITE = Path(harness.conformance.suite.__file__).parent
@@ -124,14 +124,14 @@ def _run_suite(pytester, monkeypatch, port, vocabs, nodes, profile="conformance"
 
 
 @pytest.mark.reference
-@pytest.mark.parametrize("mutant", sorted(harness.conformance.mutants.MUTANTS))
+@pytest.mark.parametrize("mutant", sorted(tests.ports.mutants.MUTANTS))
 def test_generation_alone_catches_mutant(pytester, monkeypatch, mutant):
-    from harness.conformance.mutants import mutant_vocab
+    from tests.ports.mutants import mutant_vocab
     vocab = require(mutant_vocab, mutant)
     vid = Path(vocab).stem.removeprefix("ggml-vocab-") if vocab.endswith(".gguf") else vocab
     test = "decode" if mutant == "decode_drops_leading_space" else "encode"
     node = f"{SUITE / f'test_{test}.py'}::test_{test}[{vid}-{MUTANT_FLAGS.get(mutant, 'plain')}]"
-    result, report = _run_suite(pytester, monkeypatch, f"mutant:{mutant}", vocab, [node])
+    result, report = _run_suite(pytester, monkeypatch, mutant_port(mutant), vocab, [node])
     assert result.ret == 1, result.stdout.str()[-3000:]
     texts = [d["text"] or d["reference_ids"] for d in report["divergences"]]
     print(f"{mutant}: caught by generation alone with {texts!r}")

@@ -4,10 +4,14 @@
 - :mod:`~harness.conformance.ports`: the ``Port`` protocol, built-in and external ports;
 - :mod:`~harness.conformance.strategies`: named Hypothesis text families and profiles;
 - :mod:`~harness.conformance.checks`: one vocab under test and its checks;
-- :mod:`~harness.conformance.report`: text, JSON and HTML rendering;
+- :mod:`~harness.conformance.hunt`: one check over many inputs, every distinct divergence;
+- :mod:`~harness.conformance.fastphase`: the fast random phase before Hypothesis;
+- :mod:`~harness.conformance.report` / ``html_report``: text, JSON and HTML rendering;
 - :mod:`~harness.conformance.plugin`: the pytest plugin (``-p harness.conformance.plugin``);
 - :mod:`~harness.conformance.diffcmd`: ``python -m harness diff``;
-- :mod:`~harness.conformance.mutants` / ``wordbpe``: deliberately broken ports.
+- :mod:`~harness.conformance.suite`: the conformance tests themselves.
+
+The deliberately broken self-test ports live in the repository's tests/ports/, not here.
 
 >>> from harness.conformance.diff import first_divergence
 >>> first_divergence([1, 2], [1, 3]).index

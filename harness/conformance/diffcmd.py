@@ -48,7 +48,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="decode flag (with --ids); with --piece, the piece's special flag")
     p.add_argument("--piece", action="store_true", help="with --ids: compare each id's piece")
     p.add_argument("--port", default=os.environ.get("PORT") or "harness",
-                   help="harness (default), llama.cpp, llama-tokenize, mutant:NAME, or a command with {vocab}")
+                   help="harness (default), llama.cpp, llama-tokenize, py:MODULE:FACTORY, or a command with {vocab}")
     args = p.parse_args(argv)
     if args.text_repr is not None:
         try:

@@ -4,7 +4,6 @@ A port spec (the ``PORT`` variable of ``make conformance``) is one of
 - ``harness``: the harness's own tokenizer (the default);
 - ``llama.cpp``: llama.cpp itself, in process (must give zero divergences);
 - ``llama.cpp@<pin>``: another pin's llama.cpp, out of process (``python -m reference serve``);
-- ``mutant:NAME``: a deliberately broken port (see harness.conformance.mutants);
 - ``llama-tokenize``: the pinned CLI (encode only; what the cross-check compares);
 - ``py:MODULE:FACTORY``: a Python adapter in process: ``FACTORY(vocab_path)`` returns an
   object with ``encode``/``decode``/``token_to_piece``/``n_vocab`` (keyword flags, as
@@ -320,8 +319,8 @@ def load_adapter(spec: str, vocab_path: str | Path) -> Port:
 def open_port(spec: str, vocab_path: str | Path, *, reference: Port | None = None) -> Port:
     """The port named by ``spec`` for one vocab file (see the module docstring).
 
-    ``reference`` (the in-process reference for the same vocab) is needed by
-    mutants and supplies ``n_vocab`` to external ports.
+    ``reference`` (the in-process reference for the same vocab) is reused for
+    ``llama.cpp`` and supplies ``n_vocab`` to external ports.
     """
     spec = spec.strip() or "harness"
     if spec == "harness":
@@ -339,9 +338,5 @@ def open_port(spec: str, vocab_path: str | Path, *, reference: Port | None = Non
         return ReferencePort(CliReference(vocab_path))
     if spec.startswith("py:"):
         return load_adapter(spec, vocab_path)
-    if spec.startswith("mutant:"):
-        from harness.conformance.mutants import make_mutant
-        ref = reference if reference is not None else load_reference(vocab_path)
-        return make_mutant(spec.removeprefix("mutant:"), vocab_path, ref)
     n_vocab = reference.n_vocab if reference is not None else 0
     return ExternalPort(spec, vocab_path, n_vocab=n_vocab)

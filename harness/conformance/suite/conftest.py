@@ -1,7 +1,7 @@
 """The conformance suite's parametrization and per-worker state.
 
 Options come from the environment (the Makefile passes them):
-- ``PORT``: ``harness`` (default), ``llama.cpp``, ``mutant:NAME`` or a command with ``{vocab}``;
+- ``PORT``: ``harness`` (default), ``llama.cpp``, ``py:MODULE:FACTORY`` or a command with ``{vocab}``;
 - ``VOCABS``: a space/comma separated subset of the pinned names (or .gguf paths);
 - ``HYPOTHESIS_PROFILE``: ``ci`` (default) | ``conformance`` | ``thorough``.
 

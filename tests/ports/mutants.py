@@ -9,8 +9,10 @@ only where the named bug would. Three ways to build one:
   bug) plus a plain BPE over the vocab's merges, used only on texts where the
   broken split differs from the correct one.
 
-``PORT=mutant:NAME`` selects one; :data:`MUTANTS` maps each name to the vocab
-it is meant for and a one-line description.
+``PORT=py:tests.ports.mutants:NAME`` selects one, from the repository root (a
+Python adapter: the module's ``NAME`` is a factory of the vocab path); they are the
+harness's self-test subjects, not part of the installed package. :data:`MUTANTS`
+maps each name to the vocab it is meant for and a one-line description.
 
 >>> sorted(MUTANTS)[:3]
 ['ascii_whitespace', 'bos_qwen2', 'case_sensitive_contractions']
@@ -204,7 +206,7 @@ def _reference(path):
 
 def make_mutant(name: str, vocab_path: str | Path, reference):
     """The mutant port ``name`` for one vocab, wrapping ``reference``."""
-    from harness.conformance.wordbpe import SplitBugPort
+    from tests.ports.splitbug import SplitBugPort
     from harness.gguf import GGUFReader
     from harness.gguf.keys import GGUFValueType as T
     if name not in MUTANTS:
@@ -241,6 +243,13 @@ def mutant_vocab(name: str) -> str:
         from reference.vocabs import vocab_path
         return str(derived_lstrip_vocab(vocab_path("gpt-2")))
     return target
+
+
+def __getattr__(name: str):
+    """``NAME`` -> a factory ``(vocab_path) -> port`` (what ``PORT=py:tests.ports.mutants:NAME`` calls)."""
+    if name in MUTANTS:
+        return lambda vocab_path: make_mutant(name, vocab_path, _reference(vocab_path))
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}; mutants: {', '.join(sorted(MUTANTS))}")
 
 
 __all__ = ["MUTANTS", "make_mutant", "mutant_vocab", "derived_lstrip_vocab", "Wrapped"]
