@@ -74,8 +74,10 @@ def _grid(cells: list[Mapping]) -> str:
                     continue
                 colour = COLOURS.get(c["outcome"], "#fff")
                 text = e(cell_text(c))
-                if c["outcome"] in ("divergence", "port error"):
+                if c["outcome"] == "divergence":
                     text = f"<a href='#{anchor(vocab, check, flags)}'>{text}</a>"
+                elif c["outcome"] == "port error":
+                    text = f"<a href='#e-{e(vocab)}'>{text}</a>"
                 tds.append(f"<td class='c' style='background:{colour}' title='{e(c['outcome'])}'>{text}</td>")
         rows.append(f"<tr><th>{e(vocab)}</th>{''.join(tds)}</tr>")
     legend = "".join(f"<span style='background:{c}'>{e(k)}</span>" for k, c in COLOURS.items())
@@ -158,10 +160,9 @@ def _groups(findings: list[Finding]) -> str:
 
 def html_page(report: Mapping, findings: list[Finding]) -> str:
     """The page for one ``conformance.json`` object and its findings."""
-    errors = "".join(
-        f"<div class='finding' id='{anchor(p['vocab'], *_first_cell(p))}'><b>port error: {e(p['vocab'])}</b> "
-        f"({p.get('cases', 0)} case(s); tests: {e(', '.join(p.get('tests', [])))})<pre>{e(p['message'])}</pre></div>"
-        for p in report.get("port_errors", []))
+    errs = report.get("port_errors", [])
+    first = {p["vocab"]: k for k, p in reversed(list(enumerate(errs)))}  # each vocab's first gets the anchor
+    errors = "".join(_port_error(p, anchored=first[p["vocab"]] == k) for k, p in enumerate(errs))
     totals = report.get("totals", {})
     status = (f"{totals.get('divergences', 0)} distinct divergence(s), {totals.get('port_errors', 0)} port "
               f"error(s), {totals.get('unsupported_cases', 0)} unsupported case(s), "
@@ -175,11 +176,9 @@ def html_page(report: Mapping, findings: list[Finding]) -> str:
             + "</html>")
 
 
-def _first_cell(err: Mapping) -> tuple[str, str]:
-    """(check, flags) of the first test a port error hit, for its anchor."""
-    test = (err.get("tests") or ["?"])[0]
-    name = test.split("::")[-1]
-    check = name.split("[")[0].removeprefix("test_")
-    check = {"pieces": "piece"}.get(check, check)
-    flags = name.rsplit("-", 1)[-1].rstrip("]") if "-" in name else "plain"
-    return check, flags if flags in FLAG_ROWS else "plain"
+def _port_error(p: Mapping, anchored: bool) -> str:
+    """One root port error; the first of its vocab carries the anchor the grid links to."""
+    ident = f" id='e-{e(p['vocab'])}'" if anchored else ""
+    tests = e(", ".join(p.get("tests", [])))
+    return (f"<div class='finding'{ident}><b>port error: {e(p['vocab'])}</b> "
+            f"({p.get('cases', 0)} case(s); tests: {tests})<pre>{e(p['message'])}</pre></div>")

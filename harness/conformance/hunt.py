@@ -113,11 +113,11 @@ class Tally:
         return d
 
 
-def _root(message: str) -> str:
+def root_cause(message: str) -> str:
     """The part of a port error message that names its cause, not the request:
     the first line, up to ' on request' / ' to {' (so one cause counts once).
 
-    >>> _root("port 'x' crashed (exit code 3) on request {\\"op\\": 1}\\nmore")
+    >>> root_cause("port 'x' crashed (exit code 3) on request {\\"op\\": 1}\\nmore")
     "port 'x' crashed (exit code 3)"
     """
     first = message.splitlines()[0] if message else ""
@@ -205,7 +205,7 @@ class Hunt:
 
     def _port_error(self, e: PortError, fatal: bool) -> None:
         self.tally.port_error_cases += 1
-        root = _root(str(e))
+        root = root_cause(str(e))
         if root not in self._errors:
             self._errors[root] = {"message": str(e), "stderr": getattr(e, "stderr", ""),
                                   "cases": 0, "fatal": fatal}

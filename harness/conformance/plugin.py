@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.conformance.hunt import _root
+from harness.conformance.hunt import root_cause
 from harness.conformance.report import Finding, LEGEND, merge_cells, summary_table, text_block
 from harness.errors import PortError
 
@@ -151,8 +151,9 @@ class Collector:
         self.findings += [Finding.from_json(f) for f in data["findings"]]
         for err in data["port_errors"]:
             # One root cause counts once per vocab, however many tests and cases it hit.
-            key = (counts["vocab"], _root(err["message"]))
-            root = self.port_errors.setdefault(key, dict(err, vocab=counts["vocab"], cases=0, tests=[]))
+            key = (counts["vocab"], root_cause(err["message"]))
+            root = self.port_errors.setdefault(key, dict(err, vocab=counts["vocab"], check=counts["check"],
+                                                         flags=counts["flags"], cases=0, tests=[]))
             root["cases"] += err.get("cases", 0)
             root["tests"].append(data["test"])
         self.restarts += [{"vocab": counts["vocab"], "test": data["test"], "note": n}

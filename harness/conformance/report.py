@@ -36,7 +36,8 @@ JSON schema of ``reports/conformance.json`` (version 2)::
          "spans": [[[start, end], ...], [[start, end], ...]], # text bytes per id, both sides
          "signature": [str], "cases": int,                   # its cause, and cases sharing it
          "repro": str}],         # one-line command printing the same diff
-     "port_errors": [{"vocab": str, "message": str, "stderr": str, "cases": int,
+     "port_errors": [{"vocab": str, "check": str, "flags": str,   # the first cell it hit
+                      "message": str, "stderr": str, "cases": int,
                       "fatal": bool, "tests": [str]}],       # one per root cause
      "restarts": [{"vocab": str, "test": str, "note": str}],
      "vocabs": {"<vocab>": {"<check>": {"cases", "divergences", "divergent",
