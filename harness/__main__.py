@@ -13,7 +13,7 @@ import importlib
 import sys
 
 COMMANDS = {
-    "serve": "harness.serve",
+    "serve": "harness.tokenizer.serve",
     "diff": "harness.conformance.diffcmd",
     "bench": "harness.bench",
     "fuzz": "harness.fuzz.run",

@@ -30,7 +30,7 @@ import sys
 import time
 from pathlib import Path
 
-from .bench_corpus import CORPUS_SHA256, chunks, corpus, sha256
+from harness.bench_corpus import CORPUS_SHA256, chunks, corpus, sha256
 
 FLAGS = {"add_special": True, "parse_special": True}  # llama-tokenize's defaults
 
@@ -77,7 +77,7 @@ def bench_llama(path: Path, parts: list[str], repeat: int) -> dict:
 
 
 def bench_harness(path: Path, parts: list[str], repeat: int) -> dict:
-    from .tokenizer import Tokenizer
+    from harness.tokenizer import Tokenizer
 
     load_t, _ = timed(lambda: Tokenizer.from_gguf(path), repeat)
     cold, warm, ids = [], [], None
@@ -109,7 +109,7 @@ def rss_child(side: str, path: str, nbytes: int) -> None:
     corpus (``nbytes``, 0 for the pinned one), print the peak RSS in bytes as JSON."""
     parts = chunks(corpus(nbytes) if nbytes else corpus())
     if side == "harness":
-        from .tokenizer import Tokenizer
+        from harness.tokenizer import Tokenizer
         tok = Tokenizer.from_gguf(path)
     else:
         from reference.inproc import InProcessReference

@@ -36,7 +36,7 @@ CLEAN, DIVERGENCES, PORT_ERRORS, SETUP_ERRORS = 0, 1, 2, 3
 # Subcommands that hand their arguments to an existing module's own parser (one code path).
 DELEGATES = {
     "diff": ("harness.conformance.diffcmd", [], "first-divergent-token diff of a port vs llama.cpp for one text"),
-    "serve": ("harness.serve", [], "serve the harness tokenizer over the JSON-lines port protocol"),
+    "serve": ("harness.tokenizer.serve", [], "serve the harness tokenizer over the JSON-lines port protocol"),
     "bench": ("harness.bench", [], "speed of the harness tokenizer against llama.cpp"),
     "scoreboard": ("harness.scoreboard.run", [], "run the suite against real ports (transformers, ...)"),
     "fetch": ("reference.__main__", ["fetch"], "fetch and verify the pinned vocabs and golden files"),

@@ -74,7 +74,7 @@ def splitter_pre_types() -> dict[str, set[str]]:
     >>> "KIMI_K2" in splitter_pre_types()["unicode_regex_split_custom_kimi_k2"]
     True
     """
-    from harness.pretokenize import REGEX_EXPRS, splitters
+    from harness.tokenizer.pretokenize import REGEX_EXPRS, splitters
     out = {}
     for fn, names in _SPLITTER_REGEX.items():
         exprs = {getattr(splitters, n) for n in names}
@@ -246,7 +246,7 @@ def unreachable(lines: dict, models: set[str], pre_types: set[str],
 
 def pinned_models_and_pre_types() -> tuple[set[str], set[str]]:
     from harness.conformance.checks import pre_type_label
-    from harness.gguf import GGUFReader
+    from harness.tokenizer.gguf import GGUFReader
     from reference.vocabs import names, vocab_path
     models, pres = set(), set()
     for n in names():

@@ -167,8 +167,8 @@ def corpus_texts() -> list[str]:
 # --- plan ---------------------------------------------------------------------------------------
 
 def plan(a: _lock.Lock, b: _lock.Lock, tree_a: Path, tree_b: Path, workdir: Path) -> list[Target]:
-    from harness.gguf import GGUFValueType as T
-    from harness.gguf.writer import rewrite_metadata
+    from harness.tokenizer.gguf import GGUFValueType as T
+    from harness.tokenizer.gguf.writer import rewrite_metadata
 
     from .pin import pre_names
 
@@ -191,7 +191,7 @@ def _aborts_in_llama(target: Target, texts: list[str]) -> set[str]:
     see tests/test_pretypes_derived.py): not sent, so that the run is not one restart per text."""
     if target.pre != "whitespace":
         return set()
-    from harness.algorithms.bpe import LlamaAbort
+    from harness.tokenizer.algorithms.bpe import LlamaAbort
     from harness.tokenizer import Tokenizer
 
     tok = Tokenizer.from_gguf(target.path_a)
@@ -338,12 +338,12 @@ def pin_diff(frm: str, to: str, *, budget: int = 300, seed: int = 0, only: list[
 
 
 def tracked_changes(frm: str, to: str) -> list[dict]:
-    """harness.pins entries that appear after ``frm`` up to ``to`` (either direction).
+    """harness.tokenizer.pins entries that appear after ``frm`` up to ``to`` (either direction).
 
     >>> [c["name"] for c in tracked_changes("4df29be", "0c1e570")][:1]
     ['pre_types_hy_v4_spark2_5_ufakzeka']
     """
-    from harness import pins
+    from harness.tokenizer import pins
 
     return [{"name": c.name, "since": c.since, "source": c.source} for c in pins.CHANGES
             if pins.has(c.name, frm) != pins.has(c.name, to)]
@@ -391,7 +391,7 @@ def render_md(r: dict) -> str:
              f"removed: {', '.join(st['pre_names_removed']) or 'none'}",
              f"- tokenizer sources changed: {', '.join(st['tokenizer_sources_changed']) or 'none'}"
              f"{' (unicode-data too)' if st['unicode_data_changed'] else ' (unicode-data unchanged)'}", "",
-             "", "## Tokenizer changes the harness tracks between these pins (harness/pins.py)", ""]
+             "", "## Tokenizer changes the harness tracks between these pins (harness/tokenizer/pins.py)", ""]
     lines += [f"- `{c['name']}`: {c['source']}" for c in r.get("changes", [])] or ["- none"]
     lines += ["", "## Vocabs whose ids changed", ""]
     changed = [v for v in r["vocabs"] if v["differing"]]

@@ -28,7 +28,7 @@ from typing import BinaryIO, TextIO
 
 
 class PinnedLlama:
-    """InProcessReference in the shape ``harness.serve.handle`` answers from (keyword flags, ``vocab``)."""
+    """InProcessReference in the shape ``harness.tokenizer.serve.handle`` answers from (keyword flags, ``vocab``)."""
 
     def __init__(self, ref, pin: str):
         self.ref = ref
@@ -47,7 +47,7 @@ class PinnedLlama:
 
 def serve(port, stdin: BinaryIO, stdout: TextIO) -> None:
     """One answer per line, a blank or undecodable line included; bytes in, ASCII JSON out."""
-    from harness.serve import handle
+    from harness.tokenizer.serve import handle
 
     for raw in stdin:
         try:

@@ -1,4 +1,4 @@
-"""harness.algorithms.bpe against llama.cpp: golden files, the reference, and tiny vocabs.
+"""harness.tokenizer.algorithms.bpe against llama.cpp: golden files, the reference, and tiny vocabs.
 
 Real vocabs go through harness.tokenizer.Tokenizer (which cuts out
 USER_DEFINED tokens before the session, as llama.cpp does). The hybriddna and
@@ -13,8 +13,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness import unicode as U
-from harness.algorithms.bpe import LlamaAbort, Session, merge_word, utf8_symbols
+from harness.tokenizer import unicode as U
+from harness.tokenizer.algorithms.bpe import LlamaAbort, Session, merge_word, utf8_symbols
 from harness.errors import HarnessError, ReferenceFailure
 
 from needs import require
@@ -212,7 +212,7 @@ def test_session_refuses_other_vocab_types():
 # --- derived vocabs: the whitespace and hybriddna sessions vs the reference ---
 
 def _derive(tmp_path, name, changes):
-    from harness.gguf.writer import rewrite_metadata
+    from harness.tokenizer.gguf.writer import rewrite_metadata
     from reference.vocabs import vocab_path
     dst = tmp_path / f"{name}.gguf"
     rewrite_metadata(require(vocab_path, "gpt-2"), dst, changes)
@@ -221,7 +221,7 @@ def _derive(tmp_path, name, changes):
 
 @pytest.mark.reference
 def test_whitespace_model_agrees_with_reference(tmp_path):
-    from harness.gguf import GGUFValueType as T
+    from harness.tokenizer.gguf import GGUFValueType as T
     from harness.tokenizer import Tokenizer
     from reference.inproc import InProcessReference
     texts = ["Hello World  foo\tbar\n\nBaz", "ÀÉÎ ÕÜ", "a\u3000b\xa0c", "x" * 50, "  lead trail  ", "İ ΣΑΣ"]
@@ -235,7 +235,7 @@ def test_whitespace_model_agrees_with_reference(tmp_path):
 
 @pytest.mark.reference
 def test_hybriddna_model_agrees_with_reference(tmp_path):
-    from harness.gguf import GGUFReader, GGUFValueType as T
+    from harness.tokenizer.gguf import GGUFReader, GGUFValueType as T
     from harness.tokenizer import Tokenizer
     from reference.inproc import InProcessReference
     from reference.vocabs import vocab_path

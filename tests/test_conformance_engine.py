@@ -27,8 +27,8 @@ import tests.ports.mutants  # noqa: F401
 import harness.conformance.plugin  # noqa: F401
 import harness.conformance.suite  # noqa: F401
 import harness.conformance.wordbpe  # noqa: F401
-import harness.gguf.writer  # noqa: F401
-import harness.pretypes  # noqa: F401
+import harness.tokenizer.gguf.writer  # noqa: F401
+import harness.tokenizer.pretypes  # noqa: F401
 import reference.build  # noqa: F401
 import reference.cli  # noqa: F401
 import reference.inproc  # noqa: F401

@@ -83,7 +83,7 @@ def test_pin_selection_by_name_or_prefix(monkeypatch):
 
 
 def test_the_harness_behaviour_table_knows_every_pin():
-    from harness import pins
+    from harness.tokenizer import pins
 
     assert [name for name, _ in pins.PINS] == [p.name for p in L.load_all()]
     assert [commit for _, commit in pins.PINS] == [p.commit for p in L.load_all()]

@@ -41,8 +41,8 @@ def test_an_injected_load_bug_is_a_mismatch(monkeypatch):
     require(run.warm_up)
     data = with_type("wpm", 7, 6).to_bytes()  # a BYTE token in a WPM vocab: llama.cpp aborts
     assert _case(data) == "refused"
-    import harness.vocab
-    monkeypatch.setattr(harness.vocab._Loader, "check_pieces", lambda self: None)
+    import harness.tokenizer.vocab
+    monkeypatch.setattr(harness.tokenizer.vocab._Loader, "check_pieces", lambda self: None)
     assert _case(data) == "mismatch"
 
 

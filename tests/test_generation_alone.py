@@ -24,13 +24,13 @@ import tests.ports.mutants  # noqa: F401
 import harness.conformance.plugin  # noqa: F401
 import harness.conformance.suite  # noqa: F401
 import harness.conformance.wordbpe  # noqa: F401
-import harness.gguf.writer  # noqa: F401
-import harness.pretokenize  # noqa: F401
-import harness.pretypes  # noqa: F401
+import harness.tokenizer.gguf.writer  # noqa: F401
+import harness.tokenizer.pretokenize  # noqa: F401
+import harness.tokenizer.pretypes  # noqa: F401
 import reference.build  # noqa: F401
 import reference.inproc  # noqa: F401
 import reference.vocabs  # noqa: F401
-from harness import unicode as U
+from harness.tokenizer import unicode as U
 from harness.conformance import drift, strategies, vocabgen
 from needs import require
 from suite_run import mutant_port, run_suite  # noqa: E402

@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from harness.errors import GGUFFormatError
-from harness.gguf import GGUFReader, GGUFValueType as T, Keys
-from harness.gguf.writer import rewrite_metadata, write_gguf
+from harness.tokenizer.gguf import GGUFReader, GGUFValueType as T, Keys
+from harness.tokenizer.gguf.writer import rewrite_metadata, write_gguf
 from reference.paths import vocabs_dir
 
 VOCABS = sorted(vocabs_dir().glob("ggml-vocab-*.gguf"))  # vocabs/<pin>/ of the selected pin
@@ -288,7 +288,7 @@ def test_string_arrays_round_trip(strings, chunk):
     """Any mix of lengths and zero bytes reads back exactly, also when the candidate scan
     window (normally 64 MiB) slides many times."""
     import tempfile
-    import harness.gguf.reader as reader_mod
+    import harness.tokenizer.gguf.reader as reader_mod
     old = reader_mod._SCAN_CHUNK
     reader_mod._SCAN_CHUNK = chunk
     try:
@@ -305,7 +305,7 @@ def test_string_arrays_round_trip(strings, chunk):
 def test_ggml_type_table_matches_the_pinned_libggml():
     """GGML_TYPES (block size, bytes per block) is what the pinned libggml says, for every id."""
     import ctypes
-    from harness.gguf.reader import GGML_TYPE_COUNT, GGML_TYPES
+    from harness.tokenizer.gguf.reader import GGML_TYPE_COUNT, GGML_TYPES
     from reference.build import artifacts
     from reference.inproc import library
     from needs import require

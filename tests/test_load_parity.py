@@ -14,7 +14,7 @@ import pytest
 from harness.errors import GGUFFormatError, HarnessError, VocabError
 from harness.fuzz.doc import KV, tensor_info
 from harness.fuzz.seeds import SEEDS
-from harness.gguf.keys import GGUFValueType as T
+from harness.tokenizer.gguf.keys import GGUFValueType as T
 from harness.tokenizer import Tokenizer
 from needs import require
 
@@ -177,8 +177,8 @@ def test_llama_cpp_agrees(judge_case, name, make):
 @pytest.mark.reference
 def test_nul_cut_on_the_pinned_llama_spm(tmp_path, inproc):
     """The issue's case: token 15043 set to '▁Hello\\0X' still encodes 'Hello world' as [15043, 3186]."""
-    from harness.gguf.reader import GGUFReader
-    from harness.gguf.writer import rewrite_metadata
+    from harness.tokenizer.gguf.reader import GGUFReader
+    from harness.tokenizer.gguf.writer import rewrite_metadata
     from reference.vocabs import vocab_path
     src = require(vocab_path, "llama-spm")
     texts = list(GGUFReader(src).get("tokenizer.ggml.tokens"))
@@ -190,7 +190,7 @@ def test_nul_cut_on_the_pinned_llama_spm(tmp_path, inproc):
 
 
 def test_tensor_nbytes_matches_the_data_it_needs():
-    from harness.gguf.reader import tensor_nbytes
+    from harness.tokenizer.gguf.reader import tensor_nbytes
     assert tensor_nbytes((4, 2), 0) == 32 and tensor_nbytes((256, 2), 12) == 288
     assert struct.calcsize("<Q") == 8
     with pytest.raises(HarnessError):

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from harness.algorithms._prefixes import PrefixIndex
-from harness.gguf.keys import GGUFValueType as T
-from harness.gguf.writer import write_gguf
+from harness.tokenizer.algorithms._prefixes import PrefixIndex
+from harness.tokenizer.gguf.keys import GGUFValueType as T
+from harness.tokenizer.gguf.writer import write_gguf
 
 ROOT = Path(__file__).resolve().parent.parent
 LONG = 40_000

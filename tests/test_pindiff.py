@@ -44,8 +44,8 @@ def test_pin_diff_finds_the_tilde_change_and_nothing_on_qwen2():
 def test_another_pin_is_a_port(tmp_path):
     """PORT=llama.cpp@4df29be: the old pin's build, out of process, through the port protocol."""
     from harness.conformance.ports import open_port
-    from harness.gguf import GGUFValueType as T
-    from harness.gguf.writer import rewrite_metadata
+    from harness.tokenizer.gguf import GGUFValueType as T
+    from harness.tokenizer.gguf.writer import rewrite_metadata
     from needs import require
     from reference.build import artifacts
     from reference.inproc import InProcessReference

@@ -1,4 +1,4 @@
-"""The behaviour table (harness/pins.py): each llama.cpp change between pins, on the selected pin.
+"""The behaviour table (harness/tokenizer/pins.py): each llama.cpp change between pins, on the selected pin.
 
 Each test checks the selected pin's behaviour (``make test-pins`` runs them on every
 pin) against libllama of that pin, and one test runs the harness under every pin
@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import pins
+from harness.tokenizer import pins
 from harness.errors import VocabError
-from harness.gguf import GGUFValueType as T, Keys
+from harness.tokenizer.gguf import GGUFValueType as T, Keys
 from test_vocab import NORMAL, load, refused_by_both, spm
 
 K = Keys.Tokenizer
@@ -43,8 +43,8 @@ def test_plamo_eos_keeps_s_normal(tmp_path):
 
 
 def test_test_model_is_refused_clearly(tmp_path):
-    from harness.gguf.writer import write_gguf
-    from harness.vocab import Vocab
+    from harness.tokenizer.gguf.writer import write_gguf
+    from harness.tokenizer.vocab import Vocab
 
     p = tmp_path / "t.gguf"
     write_gguf(p, spm(**{K.MODEL: (T.STRING, "test")}))
@@ -55,9 +55,9 @@ def test_test_model_is_refused_clearly(tmp_path):
 
 _PROBE = """
 import json
-from harness import pins
-from harness.pretypes import PRE_FLAGS, PRE_NAMES, ARCHITECTURES
-from harness.pretokenize import split_words
+from harness.tokenizer import pins
+from harness.tokenizer.pretypes import PRE_FLAGS, PRE_NAMES, ARCHITECTURES
+from harness.tokenizer.pretokenize import split_words
 print(json.dumps({"pin": pins.current(), "glm4": PRE_FLAGS["glm4"], "hy_v4": PRE_NAMES.get("hy_v4"),
                   "glm5": PRE_NAMES.get("glm5"), "maple": "maple" in ARCHITECTURES,
                   "tilde": split_words("DEEPSEEK3_LLM", "a ~~b")}))
@@ -85,7 +85,7 @@ def test_the_table_forks_per_pin():
 def test_an_unknown_pin_is_a_clear_error():
     from harness.errors import HarnessError
 
-    with pytest.raises(HarnessError, match="names no pin.*harness/pins.py"):
+    with pytest.raises(HarnessError, match="names no pin.*harness/tokenizer/pins.py"):
         pins.resolve("ffffff0")
 
 
@@ -95,7 +95,7 @@ def test_glm4_ignore_merges(tmp_path):
     from harness.tokenizer import Tokenizer
     from reference.inproc import InProcessReference
     from test_vocab import bpe
-    from harness.gguf.writer import write_gguf
+    from harness.tokenizer.gguf.writer import write_gguf
     from needs import require
 
     p = tmp_path / "glm4.gguf"

@@ -1,4 +1,4 @@
-"""harness.pretokenize reproduces llama.cpp's unicode_regex_split for every pre_type.
+"""harness.tokenizer.pretokenize reproduces llama.cpp's unicode_regex_split for every pre_type.
 
 The expected splits below were produced by the pinned src/unicode.cpp (a
 driver calling unicode_regex_split with llama-vocab.cpp's regex lists) and
@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from harness import pins
+from harness.tokenizer import pins
 from harness.errors import UnsupportedPreTokenizer
-from harness.pretokenize import (NO_BYTE_ENCODE, PRE_TYPES, REGEX_EXPRS, byte_encodes, split_offsets,
+from harness.tokenizer.pretokenize import (NO_BYTE_ENCODE, PRE_TYPES, REGEX_EXPRS, byte_encodes, split_offsets,
                                  split_words)
-from harness.pretokenize import collapse, splitters
-from harness.pretypes import ALL_PRE_TYPES
+from harness.tokenizer.pretokenize import collapse, splitters
+from harness.tokenizer.pretypes import ALL_PRE_TYPES
 
 # (pre_type, text, words) -- each produced by the pinned unicode_regex_split.
 _TILDE = (["x", " ~", "é", " ~~"] if pins.has("tilde_is_symbol") else ["x", " ", "~é", " ", "~~"])
@@ -36,7 +36,7 @@ CASES = [
     ("TEKKEN", " ПриВет", [" ПриВет"]),
     ("TINY_AYA", "HelloWorld", ["HelloWorld"]),
     ("YOUTU", "HelloWorld", ["HelloWorld"]),
-    # '~' in no class before 0c1e570 (§7.9, §7.10); in \\p{S} from then on (harness.pins tilde_is_symbol)
+    # '~' in no class before 0c1e570 (§7.9, §7.10); in \\p{S} from then on (harness.tokenizer.pins tilde_is_symbol)
     ("DEEPSEEK3_LLM", "x ~é ~~", _TILDE),
     ("AFMOE", "x ~é ~~", _TILDE),
     ("DEFAULT", "Hello, world!! 1234567 a~b",
@@ -75,7 +75,7 @@ def test_known_splits(pre_type, text, words):
 
 def test_every_enum_value_has_a_regex_list():
     assert set(REGEX_EXPRS) == set(ALL_PRE_TYPES) == set(PRE_TYPES)
-    from harness import pins
+    from harness.tokenizer import pins
     assert len(PRE_TYPES) == (60 if pins.has("pre_types_hy_v4_spark2_5_ufakzeka") else 57)
     assert NO_BYTE_ENCODE == {"GEMMA4", "SARVAM_MOE", "WHITESPACE"}
     assert byte_encodes("QWEN2") and not byte_encodes("WHITESPACE")
@@ -197,7 +197,7 @@ def test_custom_strings_equal_pinned_unicode_cpp():
 
 
 def test_ecmascript_translation():
-    from harness.pretokenize.ecma import ecma_to_python
+    from harness.tokenizer.pretokenize.ecma import ecma_to_python
     # '.' never matches \r or \n (ECMAScript); '$' is only the end of the segment
     assert split_offsets(["a.b"], "a\rb a\nb axb") == [8, 3]
     assert split_offsets(["x$"], "x\nx") == [2, 1]

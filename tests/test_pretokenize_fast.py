@@ -1,6 +1,6 @@
-"""The precompiled patterns (harness.pretokenize.fast) split exactly like the reference loops.
+"""The precompiled patterns (harness.tokenizer.pretokenize.fast) split exactly like the reference loops.
 
-The loops in harness.pretokenize.splitters follow llama.cpp step by step and
+The loops in harness.tokenizer.pretokenize.splitters follow llama.cpp step by step and
 are checked against its output in test_pretokenize.py; here every fast
 pattern must give the same words as its loop, on known texts, on generated
 mixed-script text and on code points from every class of llama.cpp's table.
@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from harness import unicode as U
+from harness.tokenizer import unicode as U
 from harness.bench_corpus import corpus
-from harness.pretokenize import fast, split_words
-from harness.pretokenize.regexes import REGEX_EXPRS
+from harness.tokenizer.pretokenize import fast, split_words
+from harness.tokenizer.pretokenize.regexes import REGEX_EXPRS
 from reference.vocabs import all_inp_texts
 from tests.needs import require
 from tests.test_pretokenize import CASES

@@ -5,7 +5,7 @@ copy gpt-2's vocab with ``tokenizer.ggml.pre`` rewritten to one string that
 selects it (written into tmp_path) and compare our ids with llama.cpp's on a
 fixed, varied set of texts. A pre string whose load flags differ from its type's
 first string (``glm4``'s ignore_merges from 0c1e570 on) is checked too. The types
-and strings are those of the selected pin (``PIN``; harness/pins.py). The merges are gpt-2's, so the ids differ between
+and strings are those of the selected pin (``PIN``; harness/tokenizer/pins.py). The merges are gpt-2's, so the ids differ between
 pre types exactly where their splits differ.
 
 WHITESPACE on a gpt2 model keeps whitespace gaps as words; a gap holding a
@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness.algorithms.bpe import LlamaAbort
-from harness import pins
-from harness.pretypes import ALL_PRE_TYPES, PRE_FLAGS, PRE_NAMES
+from harness.tokenizer.algorithms.bpe import LlamaAbort
+from harness.tokenizer import pins
+from harness.tokenizer.pretypes import ALL_PRE_TYPES, PRE_FLAGS, PRE_NAMES
 
 from needs import require
 
@@ -67,8 +67,8 @@ OWN_FLAGS = _strings_with_their_own_flags()
 
 
 def _check_pre_string(tmp_path, pre: str) -> None:
-    from harness.gguf import GGUFValueType as T
-    from harness.gguf.writer import rewrite_metadata
+    from harness.tokenizer.gguf import GGUFValueType as T
+    from harness.tokenizer.gguf.writer import rewrite_metadata
     from harness.tokenizer import Tokenizer
     from reference.inproc import InProcessReference
     from reference.vocabs import vocab_path
@@ -120,7 +120,7 @@ def test_selected_pre_types():
 
 def test_which_texts_whitespace_pre_refuses():
     """On a gpt2 model, WHITESPACE refuses exactly the texts with a whitespace gap like '  ' or ' \\n'."""
-    from harness.algorithms.bpe import Session
+    from harness.tokenizer.algorithms.bpe import Session
     from types import SimpleNamespace
     v = SimpleNamespace(vocab_type="bpe", model="gpt2", pre_type="WHITESPACE", path="<tiny>",
                         token_to_id={b"a": 0}, merge_ranks={}, ignore_merges=False, lowercase=False,

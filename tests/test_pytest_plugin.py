@@ -16,8 +16,8 @@ import numpy  # noqa: F401
 import regex  # noqa: F401
 
 import harness.conformance.checks  # noqa: F401
-import harness.gguf  # noqa: F401
-import harness.pretypes  # noqa: F401
+import harness.tokenizer.gguf  # noqa: F401
+import harness.tokenizer.pretypes  # noqa: F401
 import reference.build  # noqa: F401
 import harness.conformance.plugin  # noqa: F401
 import reference.inproc  # noqa: F401

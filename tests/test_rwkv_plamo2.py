@@ -18,11 +18,11 @@ import random
 
 import pytest
 
-from harness.algorithms import plamo2, rwkv
+from harness.tokenizer.algorithms import plamo2, rwkv
 from harness.errors import VocabError
-from harness.gguf import GGUFValueType as T
-from harness.gguf.writer import write_gguf
-from harness.vocab import Vocab
+from harness.tokenizer.gguf import GGUFValueType as T
+from harness.tokenizer.gguf.writer import write_gguf
+from harness.tokenizer.vocab import Vocab
 
 NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6  # tokenizer.ggml.token_type
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from needs import require
-from harness.serve import handle
+from harness.tokenizer.serve import handle
 from harness.tokenizer import Tokenizer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -96,8 +96,8 @@ def test_handle_without_a_subprocess():
 
 # --- hostile input: every line gets exactly one answer, and the server survives ------------------
 def _tiny_vocab(tmp_path) -> Path:
-    from harness.gguf.keys import GGUFValueType as T
-    from harness.gguf.writer import write_gguf
+    from harness.tokenizer.gguf.keys import GGUFValueType as T
+    from harness.tokenizer.gguf.writer import write_gguf
     tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "▁a", "▁b"]
     path = tmp_path / "tiny.gguf"
     write_gguf(path, {"general.architecture": (T.STRING, "bert"),
@@ -142,7 +142,7 @@ def test_serve_answers_the_last_line_without_a_newline(tmp_path):
 
 def test_serve_refuses_a_line_over_the_limit_without_holding_it(tmp_path):
     import io
-    from harness.serve import serve
+    from harness.tokenizer.serve import serve
     stdin = io.BytesIO(INFO + b"\n" + b"x" * 5000 + b"\n" + b"y" * 3 + b"\n" + INFO + b"\n")
     stdout = io.BytesIO()
     serve(Tokenizer.from_gguf(_tiny_vocab(tmp_path)), stdin, stdout, limit=1000)
@@ -160,7 +160,7 @@ def test_serve_error_messages_are_bounded(tmp_path):
 def test_batch_answers_each_request_in_order_and_info_says_so():
     import json
 
-    from harness.serve import handle
+    from harness.tokenizer.serve import handle
 
     class Tok:
         class vocab:

@@ -20,11 +20,11 @@ import random
 
 import pytest
 
-from harness.algorithms import spm
+from harness.tokenizer.algorithms import spm
 from harness.errors import HarnessError, VocabError
-from harness.gguf import GGUFValueType as T
-from harness.gguf.writer import write_gguf
-from harness.vocab import Vocab
+from harness.tokenizer.gguf import GGUFValueType as T
+from harness.tokenizer.gguf.writer import write_gguf
+from harness.tokenizer.vocab import Vocab
 from reference import vocabs
 
 SPM_VOCABS = ["llama-spm", "phi-3", "baichuan"]

@@ -15,10 +15,10 @@ from hypothesis import given, settings, strategies as st
 
 from needs import require
 from harness.errors import HarnessError
-from harness.gguf import GGUFValueType as T, Keys
-from harness.gguf.writer import rewrite_metadata, write_gguf
+from harness.tokenizer.gguf import GGUFValueType as T, Keys
+from harness.tokenizer.gguf.writer import rewrite_metadata, write_gguf
 from harness.tokenizer import IncrementalDecoder, TokenIdError, Tokenizer, clean_spaces, decode_bpe_text
-from harness.vocab import Vocab
+from harness.tokenizer.vocab import Vocab
 
 K = Keys.Tokenizer
 

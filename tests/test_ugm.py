@@ -17,11 +17,11 @@ import struct
 
 import pytest
 
-from harness.algorithms import ugm
+from harness.tokenizer.algorithms import ugm
 from harness.errors import HarnessError, VocabError
-from harness.gguf import GGUFValueType as T
-from harness.gguf.writer import write_gguf
-from harness.vocab import Vocab
+from harness.tokenizer.gguf import GGUFValueType as T
+from harness.tokenizer.gguf.writer import write_gguf
+from harness.tokenizer.vocab import Vocab
 from reference import vocabs
 
 NAME = "nomic-bert-moe"

@@ -1,4 +1,4 @@
-"""harness.unicode mirrors llama.cpp's unicode.cpp + unicode-data.cpp at the pin.
+"""harness.tokenizer.unicode mirrors llama.cpp's unicode.cpp + unicode-data.cpp at the pin.
 
 The tables were checked code point by code point against a driver compiled
 from the pinned src/unicode.cpp (flags, tolower and NFD equal for all
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from hypothesis import example, given, strategies as st
 
-from harness import unicode as U
+from harness.tokenizer import unicode as U
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tools"))
@@ -28,7 +28,7 @@ def test_generated_tables_are_fresh():
                     "`python tools/gen_unicode_tables.py --llama-cpp $LLAMA_CPP_DIR`")
     fresh = gen_unicode_tables.render(src.read_bytes())
     committed = (REPO / "harness" / "unicode" / "_tables.py").read_text(encoding="utf-8")
-    assert committed == fresh, ("harness/unicode/_tables.py is stale: run "
+    assert committed == fresh, ("harness/tokenizer/unicode/_tables.py is stale: run "
                                 "`python tools/gen_unicode_tables.py --llama-cpp $LLAMA_CPP_DIR`")
 
 

@@ -17,10 +17,10 @@ import pytest
 
 from needs import require
 from harness.errors import HarnessError, UnsupportedPreTokenizer, VocabError
-from harness.gguf import GGUFValueType as T, Keys
-from harness.gguf.writer import write_gguf
-from harness.pretypes import ALL_PRE_TYPES, PRE_FLAGS, PRE_NAMES, UNSELECTED_PRE_TYPES
-from harness.vocab import (BYTE, CONTROL, LSTRIP, NORMAL, RSTRIP, UNKNOWN, UNUSED, USER_DEFINED, Vocab,
+from harness.tokenizer.gguf import GGUFValueType as T, Keys
+from harness.tokenizer.gguf.writer import write_gguf
+from harness.tokenizer.pretypes import ALL_PRE_TYPES, PRE_FLAGS, PRE_NAMES, UNSELECTED_PRE_TYPES
+from harness.tokenizer.vocab import (BYTE, CONTROL, LSTRIP, NORMAL, RSTRIP, UNKNOWN, UNUSED, USER_DEFINED, Vocab,
                            libstdcxx_sort, unordered_map_order)
 
 K = Keys.Tokenizer
@@ -389,7 +389,7 @@ def test_no_vocab_model(tmp_path):
 
 
 def test_architectures_match_the_source():
-    from harness.pretypes import ARCHITECTURES
+    from harness.tokenizer.pretypes import ARCHITECTURES
     arch_src = _source("llama-arch.cpp")
     block = arch_src[arch_src.index("LLM_ARCH_NAMES = {"):]
     names = dict(re.findall(r'\{\s*(LLM_ARCH_\w+),\s*"([^"]+)"\s*\}', block[:block.index("};")]))

@@ -13,11 +13,11 @@ import random
 
 import pytest
 
-from harness.algorithms import wpm
+from harness.tokenizer.algorithms import wpm
 from harness.errors import HarnessError
-from harness.gguf import GGUFValueType as T
-from harness.gguf.writer import write_gguf
-from harness.vocab import Vocab
+from harness.tokenizer.gguf import GGUFValueType as T
+from harness.tokenizer.gguf.writer import write_gguf
+from harness.tokenizer.vocab import Vocab
 from reference import vocabs
 
 NAME = "bert-bge"
@@ -162,7 +162,7 @@ def _descending_word_ids(session, word: bytes) -> list[int]:
 
 def test_chunks_and_forward_walk_equal_the_reference():
     from harness.bench_corpus import corpus
-    from harness.vocab import Vocab
+    from harness.tokenizer.vocab import Vocab
     session = wpm.Session(Vocab.from_gguf(vocabs.vocab_path("bert-bge")))
     texts = [t.encode() for t in vocabs.all_inp_texts()] + [c.encode() for c in corpus(100_000).split("\n")]
     texts += ["a\u2000b \u00a0c\u3000\u0301d\x00\ufffd e".encode(), b"x\xffy z", b"\xe2\x80 a"]

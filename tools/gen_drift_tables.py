@@ -2,7 +2,7 @@
 differs from the ones ports run on.
 
 llama.cpp classifies code points with its own tables (src/unicode-data.cpp,
-Unicode 15.1 at the pin; harness.unicode mirrors them). A port classifies them
+Unicode 15.1 at the pin; harness.tokenizer.unicode mirrors them). A port classifies them
 with its platform's tables: Python 3.11's ``unicodedata`` (14.0), the ``regex``
 module (18.0 in its 2026.11 release), Java/ICU/Go/JavaScript regex classes, or a
 ``unicodedata2`` backport of any version. Every code point where the two views
@@ -168,7 +168,7 @@ def _nfd_class(name: str, nfd: dict[int, int], llama_nfd) -> dict[str, set[int]]
 
 def _case_classes(llama_lower) -> dict[str, set[int]]:
     """Simple lower/upper case maps: llama.cpp's tables vs Python 3.11's str methods."""
-    from harness.unicode import T
+    from harness.tokenizer.unicode import T
     upper = dict(zip(T.UNICODE_MAP_UPPERCASE[0::2], T.UNICODE_MAP_UPPERCASE[1::2]))
     lower_diff, upper_diff = set(), set()
     for cp in range(N):
@@ -220,7 +220,7 @@ def _llama_sets(flags) -> dict[str, set[int]]:
 
 def compute(scratch: Path) -> tuple[dict[str, list[tuple[int, int]]], dict[str, str]]:
     """Every drift class as ranges, and the Unicode version of each source."""
-    from harness.unicode import FLAGS, LOWER, NFD_FIRST
+    from harness.tokenizer.unicode import FLAGS, LOWER, NFD_FIRST
     if sys.version_info[:2] != (3, 11):
         raise SystemExit("run with Python 3.11: its unicodedata (Unicode 14.0) is the py311 source")
     classes: dict[str, set[int]] = {}

@@ -1,9 +1,9 @@
-"""Generate harness/unicode/_tables.py from llama.cpp's src/unicode-data.cpp.
+"""Generate harness/tokenizer/unicode/_tables.py from llama.cpp's src/unicode-data.cpp.
 
 llama.cpp does not use Python's or the regex module's Unicode database: it
 carries its own tables (Unicode 15.1 at the pin). We parse those C++ tables
 and write them back as compact Python tuples (ranges, not one entry per code
-point); harness.unicode expands them into numpy arrays at import.
+point); harness.tokenizer.unicode expands them into numpy arrays at import.
 
 Usage (the pinned tree is what `make reference` extracts):
 

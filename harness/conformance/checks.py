@@ -54,8 +54,8 @@ def pre_type_label(path: str | Path) -> str:
     >>> pre_type_label("vocabs/ggml-vocab-qwen2.gguf")   # doctest: +SKIP
     'QWEN2'
     """
-    from harness.gguf import GGUFReader
-    from harness.pretypes import pre_type_of
+    from harness.tokenizer.gguf import GGUFReader
+    from harness.tokenizer.pretypes import pre_type_of
     r = GGUFReader(path)
     model = r.get("tokenizer.ggml.model")
     if model == "gemma4":
@@ -98,8 +98,8 @@ class LazyPieces(Sequence):
 
 def vocab_texts(path: str | Path, reference: Port) -> VocabTexts:
     """Token texts (lazy reference pieces) and special token texts of one vocab."""
-    from harness.gguf import GGUFReader
-    from harness.pretypes import EOG_TEXTS
+    from harness.tokenizer.gguf import GGUFReader
+    from harness.tokenizer.pretypes import EOG_TEXTS
     r = GGUFReader(path)
     tokens = r.get("tokenizer.ggml.tokens") or []
     types = r.get("tokenizer.ggml.token_type")
@@ -119,7 +119,7 @@ def char_class(ch: str) -> str:
     >>> [char_class(c) for c in "a7 \\n\\u0301\\u00a0-"]
     ['letter', 'digit', 'space', 'newline', 'mark', 'space', 'punct']
     """
-    from harness import unicode as U
+    from harness.tokenizer import unicode as U
     if ch in "\r\n":
         return "newline"
     flags = U.cpt_flags(ord(ch))
@@ -196,7 +196,7 @@ class VocabUnderTest:
     @cached_property
     def token_types(self):
         """``tokenizer.ggml.token_type`` (None if the vocab has none)."""
-        from harness.gguf import GGUFReader
+        from harness.tokenizer.gguf import GGUFReader
         return GGUFReader(self.path).get("tokenizer.ggml.token_type")
 
     def token_kind(self, id: int) -> str:

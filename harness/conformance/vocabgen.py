@@ -208,7 +208,7 @@ def _cache_dir() -> Path:
 
 def compute(path: str | Path) -> dict[str, tuple[str, ...]]:
     """Every family's texts for one vocab, without the cache."""
-    from harness.gguf import GGUFReader
+    from harness.tokenizer.gguf import GGUFReader
     r = GGUFReader(path)
     model = r.get("tokenizer.ggml.model") or ""
     tokens = [t.decode("utf-8", "replace") for t in (r.get("tokenizer.ggml.tokens") or [])]

@@ -1,6 +1,6 @@
 """A GGUF file as the fuzzer edits it: header fields, metadata records, tensor infos.
 
-Records stay typed (``(type, value[, item_type])`` as :mod:`harness.gguf.writer`
+Records stay typed (``(type, value[, item_type])`` as :mod:`harness.tokenizer.gguf.writer`
 takes them) until a mutation breaks one; then it holds raw bytes. Header counts
 may be overridden to lie about the records that follow.
 
@@ -14,8 +14,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-from harness.gguf.keys import GGUFValueType as T
-from harness.gguf.writer import encode_value
+from harness.tokenizer.gguf.keys import GGUFValueType as T
+from harness.tokenizer.gguf.writer import encode_value
 
 
 def pack_str(s: bytes) -> bytes:

@@ -23,7 +23,7 @@ import struct
 from typing import Callable
 
 from harness.fuzz.doc import KV, Doc, tensor_info
-from harness.gguf.keys import GGUFValueType as T
+from harness.tokenizer.gguf.keys import GGUFValueType as T
 
 TOKENS, TYPES, SCORES, MERGES = (b"tokenizer.ggml.tokens", b"tokenizer.ggml.token_type",
                                  b"tokenizer.ggml.scores", b"tokenizer.ggml.merges")
@@ -256,7 +256,7 @@ def tensors(doc: Doc, rng: random.Random) -> bytes:
             ne[rng.randrange(len(ne))] = rng.choice([0, 2**63, 2**64 - 1, 2**40, 2**62, 3])
         elif bad == 3:
             ggml_type = rng.choice([4, 31, 36, 42, 43, 100, -1])
-        from harness.gguf.reader import GGML_TYPES, tensor_nbytes
+        from harness.tokenizer.gguf.reader import GGML_TYPES, tensor_nbytes
         blck, size = GGML_TYPES.get(ggml_type, (1, 1))
         try:
             nbytes = tensor_nbytes(tuple(ne[:4]), ggml_type) if blck and ne[0] % blck == 0 else 64

@@ -13,8 +13,8 @@ special ids, a user-defined token.
 from __future__ import annotations
 
 from harness.fuzz.doc import KV, Doc
-from harness.gguf.keys import GGUFValueType as T
-from harness.unicode import BYTE_TO_UNICODE
+from harness.tokenizer.gguf.keys import GGUFValueType as T
+from harness.tokenizer.unicode import BYTE_TO_UNICODE
 
 NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6
 _WORDS = ["Hello", "world", "hello", "a", "b", "ab", "the", "he", "llo", "wor", "ld", "中", "文", "é"]

@@ -32,7 +32,7 @@ import sys
 from pathlib import Path
 
 from harness.tokenizer import Tokenizer
-from harness.vocab import BYTE
+from harness.tokenizer.vocab import BYTE
 
 
 def flags_of(req: dict) -> set[str]:

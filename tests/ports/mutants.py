@@ -120,14 +120,14 @@ class PlatformUnicodeWords(Wrapped):
     """
 
     def __init__(self, inner, vocab_path):
-        from harness.vocab import Vocab
+        from harness.tokenizer.vocab import Vocab
         super().__init__(inner)
         v = Vocab.from_gguf(vocab_path)
         self.lowercase, self.strip_accents = v.lowercase, v.strip_accents
         self.platform = _platform_fates(self.lowercase, self.strip_accents)
 
     def encode(self, text, *, add_special=False, parse_special=False):
-        from harness.algorithms.wpm import preprocess
+        from harness.tokenizer.algorithms.wpm import preprocess
         ref = self.inner.encode(text, add_special=add_special, parse_special=parse_special)
         data = text.encode("utf-8", "surrogatepass")
         good = preprocess(data, self.lowercase, self.strip_accents)
@@ -147,7 +147,7 @@ def _platform_fates(lowercase: bool, strip_accents: bool) -> tuple:
     regex module's Unicode, classified with the regex module's general category."""
     import regex
 
-    from harness.algorithms.wpm import APPEND, DROP, SINGLE
+    from harness.tokenizer.algorithms.wpm import APPEND, DROP, SINGLE
     from harness.conformance.drift import CLASSES
     out = []
     newer = [rs for name, rs in CLASSES.items() if name.startswith("assigned_only_in_regex:")]
@@ -166,7 +166,7 @@ def _platform_fates(lowercase: bool, strip_accents: bool) -> tuple:
 
 def _rewritten(path: str | Path, tag: str, changes: dict) -> Path:
     """A cached copy of a vocab with some metadata changed (atomic write: xdist-safe)."""
-    from harness.gguf.writer import rewrite_metadata
+    from harness.tokenizer.gguf.writer import rewrite_metadata
     out = Path(tempfile.gettempdir()) / "llama-conformance-mutants" / f"{Path(path).stem}-{tag}.gguf"
     out.parent.mkdir(parents=True, exist_ok=True)
     if not out.is_file() or out.stat().st_mtime < Path(path).stat().st_mtime:
@@ -175,7 +175,7 @@ def _rewritten(path: str | Path, tag: str, changes: dict) -> Path:
 
 
 def _string(value: str) -> tuple:
-    from harness.gguf.keys import GGUFValueType
+    from harness.tokenizer.gguf.keys import GGUFValueType
     return (GGUFValueType.STRING, value)
 
 
@@ -185,8 +185,8 @@ def derived_lstrip_vocab(gpt2_path: str | Path) -> Path:
     """
     import numpy as np
 
-    from harness.gguf import GGUFReader
-    from harness.gguf.keys import GGUFValueType as T
+    from harness.tokenizer.gguf import GGUFReader
+    from harness.tokenizer.gguf.keys import GGUFValueType as T
     r = GGUFReader(gpt2_path)
     tokens = list(r.get("tokenizer.ggml.tokens")) + [b"<mask>"]
     types = np.append(np.asarray(r.get("tokenizer.ggml.token_type"), dtype=np.int32), 3)
@@ -207,8 +207,8 @@ def _reference(path):
 def make_mutant(name: str, vocab_path: str | Path, reference):
     """The mutant port ``name`` for one vocab, wrapping ``reference``."""
     from tests.ports.splitbug import SplitBugPort
-    from harness.gguf import GGUFReader
-    from harness.gguf.keys import GGUFValueType as T
+    from harness.tokenizer.gguf import GGUFReader
+    from harness.tokenizer.gguf.keys import GGUFValueType as T
     if name not in MUTANTS:
         raise HarnessError(f"unknown mutant {name!r}; known: {', '.join(sorted(MUTANTS))}")
     if name == "ignore_merges_missing":

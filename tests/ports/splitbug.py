@@ -39,7 +39,7 @@ class SplitBugPort(Wrapped):
     """A qwen2-style port whose word split has bug ``name`` (see PATTERNS)."""
 
     def __init__(self, reference, vocab_path: str | Path, name: str):
-        from harness.gguf import GGUFReader
+        from harness.tokenizer.gguf import GGUFReader
         r = GGUFReader(vocab_path)
         super().__init__(reference)
         self.name = name
@@ -92,5 +92,5 @@ class PlatformUnicodePort(SplitBugPort):
         super().__init__(reference, vocab_path, "platform_unicode")
 
     def good_split(self, text: str) -> list[str]:
-        from harness.pretokenize import split_words
+        from harness.tokenizer.pretokenize import split_words
         return split_words("QWEN2", text)

@@ -32,7 +32,7 @@ from itertools import accumulate
 
 import numpy as np
 
-from harness import unicode as U
+from harness.tokenizer import unicode as U
 
 from . import splitters as S
 from .collapse import collapse_text

@@ -28,7 +28,7 @@ from __future__ import annotations
 import itertools
 import math
 
-from harness import unicode as U
+from harness.tokenizer import unicode as U
 from harness.errors import HarnessError, VocabError
 
 ATTR_BYTE = 32

@@ -14,7 +14,7 @@ fragment bytes; a byte that starts no token emits ``unk`` (NULL = -1 unless
 
 from __future__ import annotations
 
-from harness.algorithms._trie import VALUE, ByteTrie
+from harness.tokenizer.algorithms._trie import VALUE, ByteTrie
 from harness.errors import VocabError
 
 LLAMA_TOKEN_NULL = -1

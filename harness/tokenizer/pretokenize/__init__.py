@@ -10,8 +10,8 @@ segments. Each regex runs by one of three mechanisms, chosen like llama.cpp:
 3. std::wregex on the code points otherwise (see ``collapse``).
 
 The text is a str of code points as llama.cpp sees them: invalid UTF-8 must
-already be U+FFFD (``harness.unicode.text_from_utf8``). Words are returned
-without the GPT-2 byte encoding (``harness.unicode.byte_encode`` does that).
+already be U+FFFD (``harness.tokenizer.unicode.text_from_utf8``). Words are returned
+without the GPT-2 byte encoding (``harness.tokenizer.unicode.byte_encode`` does that).
 
 >>> split_words("GPT2", "Hello world's  end")
 ['Hello', ' world', "'s", ' ', ' end']
@@ -22,7 +22,7 @@ without the GPT-2 byte encoding (``harness.unicode.byte_encode`` does that).
 from __future__ import annotations
 
 from harness.errors import UnsupportedPreTokenizer
-from harness.pretypes import ALL_PRE_TYPES
+from harness.tokenizer.pretypes import ALL_PRE_TYPES
 
 from . import collapse, splitters
 from . import fast as _fast

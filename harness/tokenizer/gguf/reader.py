@@ -31,7 +31,7 @@ from typing import Any, Iterator, Mapping
 import numpy as np
 
 from harness.errors import GGUFFormatError
-from harness.gguf.keys import FIXED_DTYPES, GGUF_DEFAULT_ALIGNMENT, GGUF_MAGIC, GGUFValueType, Keys
+from harness.tokenizer.gguf.keys import FIXED_DTYPES, GGUF_DEFAULT_ALIGNMENT, GGUF_MAGIC, GGUFValueType, Keys
 
 _U32 = struct.Struct("<I")
 _U64 = struct.Struct("<Q")
@@ -88,7 +88,7 @@ class GGUFField:
 
     ``item_type`` is the element type for arrays (``None`` otherwise);
     ``start``/``end`` delimit the whole key/value record in the file, which
-    lets :func:`harness.gguf.writer.rewrite_metadata` copy it verbatim.
+    lets :func:`harness.tokenizer.gguf.writer.rewrite_metadata` copy it verbatim.
     """
 
     __slots__ = ("key", "type", "_value", "item_type", "start", "end")

@@ -37,9 +37,9 @@ from itertools import chain
 
 import numpy as np
 
-from harness.algorithms._cache import PieceMemo
-from harness.algorithms._prefixes import PrefixIndex
-from harness.algorithms.spm import _SEGMENT, UTF8_LEN, splits_at_spaces
+from harness.tokenizer.algorithms._cache import PieceMemo
+from harness.tokenizer.algorithms._prefixes import PrefixIndex
+from harness.tokenizer.algorithms.spm import _SEGMENT, UTF8_LEN, splits_at_spaces
 from harness.errors import VocabError
 
 ATTR_NORMAL, ATTR_USER_DEFINED, ATTR_UNUSED = 4, 16, 2

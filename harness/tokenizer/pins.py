@@ -77,7 +77,7 @@ def resolve(wanted: str | None = None) -> str:
     if len(hits) == 1:
         return hits[0]
     raise HarnessError(f"PIN={wanted!r} names no pin the harness tokenizer knows "
-                       f"({', '.join(_ORDER)}); a new pin needs its entry in harness/pins.py")
+                       f"({', '.join(_ORDER)}); a new pin needs its entry in harness/tokenizer/pins.py")
 
 
 def has(change: str, pin: str | None = None) -> bool:

@@ -8,7 +8,7 @@ R path -- the regex names a category (\\p{N} \\p{L} \\p{P} \\p{M} \\p{S} \\p{Lu}
     cpt (ASCII kept, whitespace -> 0x0B, N/L/P/M/S -> 0xD1..0xD5, the rest ->
     0xD0) and each \\p{X} in the regex becomes ``[<stand-in><ASCII members>]``.
     So \\p{Lu} etc. mean "any letter", and ``~`` is in no class before 0c1e570
-    (in \\p{S} from then on: ``harness.pins`` change ``tilde_is_symbol``).
+    (in \\p{S} from then on: ``harness.tokenizer.pins`` change ``tilde_is_symbol``).
 W path -- otherwise: std::wregex on the code points, with every non-ASCII
     whitespace cpt replaced by 0x0B; literal ranges compare code points.
 
@@ -37,8 +37,8 @@ import functools
 import numpy as np
 import regex
 
-from harness import pins
-from harness import unicode as U
+from harness.tokenizer import pins
+from harness.tokenizer import unicode as U
 from harness.errors import HarnessError
 
 # unicode_regex_split's k_ucat_enum / k_ucat_cpt / k_ucat_map

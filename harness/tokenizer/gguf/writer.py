@@ -6,7 +6,7 @@ key changed). Values are given as ``(GGUFValueType, value)``; arrays as
 when it can be inferred (numpy arrays, lists of str/bytes, lists of bools).
 
 >>> import tempfile, os
->>> from harness.gguf import GGUFReader, GGUFValueType as T
+>>> from harness.tokenizer.gguf import GGUFReader, GGUFValueType as T
 >>> p = os.path.join(tempfile.mkdtemp(), "v.gguf")
 >>> write_gguf(p, {"tokenizer.ggml.model": (T.STRING, "llama"),
 ...                "tokenizer.ggml.tokens": (T.ARRAY, ["<unk>", "a"]),
@@ -25,8 +25,8 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 
 from harness.errors import GGUFFormatError, HarnessError
-from harness.gguf.keys import FIXED_DTYPES, GGUF_DEFAULT_ALIGNMENT, GGUF_MAGIC, GGUFValueType, Keys
-from harness.gguf.reader import GGUFReader
+from harness.tokenizer.gguf.keys import FIXED_DTYPES, GGUF_DEFAULT_ALIGNMENT, GGUF_MAGIC, GGUFValueType, Keys
+from harness.tokenizer.gguf.reader import GGUFReader
 
 T = GGUFValueType
 _SCALAR_FMT = {T.UINT8: "<B", T.INT8: "<b", T.UINT16: "<H", T.INT16: "<h", T.UINT32: "<I",

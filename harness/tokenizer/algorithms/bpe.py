@@ -1,7 +1,7 @@
 """llama.cpp's BPE session (llm_tokenizer_bpe_session::tokenize, src/llama-vocab.cpp).
 
 Per raw-text fragment: decode to code points (invalid bytes -> U+FFFD), split
-into words with the pre type's regexes (harness.pretokenize), GPT-2
+into words with the pre type's regexes (harness.tokenizer.pretokenize), GPT-2
 byte-encode each word unless the pre type works on raw UTF-8 (GEMMA4,
 SARVAM_MOE, WHITESPACE), then merge inside each word:
 
@@ -20,7 +20,7 @@ Models ``hybriddna`` (DNA k-mers inside ``<dna>...</dna>``) and
 ``whitespace`` (split on whitespace, optional lowercase, BPE per piece) wrap
 this session as llama.cpp does.
 
->>> from harness.vocab import Vocab                                   # doctest: +SKIP
+>>> from harness.tokenizer.vocab import Vocab                                   # doctest: +SKIP
 >>> Session(Vocab.from_gguf("vocabs/ggml-vocab-gpt-2.gguf")).tokenize(b"Hello world")  # doctest: +SKIP
 [15496, 995]
 """
@@ -30,11 +30,11 @@ from __future__ import annotations
 import heapq
 import re
 
-from harness import unicode as U
-from harness.algorithms._cache import PieceMemo
+from harness.tokenizer import unicode as U
+from harness.tokenizer.algorithms._cache import PieceMemo
 from harness.errors import HarnessError
-from harness.pretokenize import byte_encodes, split_words
-from harness.vocab import LazyMergeRanks
+from harness.tokenizer.pretokenize import byte_encodes, split_words
+from harness.tokenizer.vocab import LazyMergeRanks
 
 _LEN_BY_NIBBLE = (1,) * 12 + (2, 2, 3, 4)  # unicode_len_utf8: lead byte's high nibble
 _DNA_OPEN, _DNA_CLOSE, _DNA_OOV = b"<dna>", b"</dna>", b"<oov>"

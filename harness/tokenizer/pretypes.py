@@ -3,7 +3,7 @@
 Transcribed from ``llama_vocab::impl::load`` (src/llama-vocab.cpp, the
 ``if (tokenizer_pre == ...)`` chain) and the ``LLAMA_VOCAB_PRE_TYPE_*`` enum in
 src/llama-vocab.h at the selected pin (``$PIN``; what changed between pins is
-gated by :mod:`harness.pins`). ``tests/test_vocab.py`` re-parses both files from
+gated by :mod:`harness.tokenizer.pins`). ``tests/test_vocab.py`` re-parses both files from
 the pinned tree to prove these tables are complete and exact.
 
 Flags are the *changes* each pre string makes to the BPE defaults
@@ -23,7 +23,7 @@ harness.errors.UnsupportedPreTokenizer: unknown tokenizer.ggml.pre 'no-such-pre'
 
 from __future__ import annotations
 
-from harness import pins
+from harness.tokenizer import pins
 from harness.errors import UnsupportedPreTokenizer
 
 # LLAMA_VOCAB_PRE_TYPE_* in enum order (index == enum value).
@@ -69,7 +69,7 @@ _CHAIN: tuple[tuple[tuple[str, ...], str, dict[str, bool]], ...] = (
     (("dbrx",), "DBRX", {}),
     (("smaug-bpe",), "SMAUG", {}),
     (("poro-chat",), "PORO", _CS0),
-    *(((("chatglm-bpe",), "CHATGLM4", {"bos_null": True}),  # harness.pins: glm4_ignore_merges
+    *(((("chatglm-bpe",), "CHATGLM4", {"bos_null": True}),  # harness.tokenizer.pins: glm4_ignore_merges
         (("glm4", "glm5"), "CHATGLM4", {"bos_null": True, "ignore_merges": True}))
       if pins.has("glm4_ignore_merges") else
       ((("glm4", "chatglm-bpe"), "CHATGLM4", {"bos_null": True}),)),
@@ -105,7 +105,7 @@ _CHAIN: tuple[tuple[tuple[str, ...], str, dict[str, bool]], ...] = (
     (("solar-open",), "SOLAR_OPEN", _CS0),
     (("mellum2",), "MELLUM2", {}),
     *(((("spark2_5",), "SPARK2_5", _CS0), (("hy_v4",), "HY_V4", _CS0), (("ufakzeka",), "UFAKZEKA", _CS0))
-      if pins.has("pre_types_hy_v4_spark2_5_ufakzeka") else ()),  # harness.pins
+      if pins.has("pre_types_hy_v4_spark2_5_ufakzeka") else ()),  # harness.tokenizer.pins
 )
 
 # pre string -> pre_type name. A missing tokenizer.ggml.pre means DEFAULT (with a warning).

@@ -20,11 +20,11 @@ from typing import Any
 
 import numpy as np
 
-from harness import pins
-from harness._libstdcxx import hash_spans, libstdcxx_sort, std_hash, unordered_map_order
+from harness.tokenizer import pins
+from harness.tokenizer._libstdcxx import hash_spans, libstdcxx_sort, std_hash, unordered_map_order
 from harness.errors import VocabError
-from harness.gguf import GGUFReader, GGUFValueType, Keys
-from harness.pretypes import (ARCHITECTURES, AUTO_SPECIAL_TEXTS, EOG_TEXTS, FORCED_USER_DEFINED_TEXTS,
+from harness.tokenizer.gguf import GGUFReader, GGUFValueType, Keys
+from harness.tokenizer.pretypes import (ARCHITECTURES, AUTO_SPECIAL_TEXTS, EOG_TEXTS, FORCED_USER_DEFINED_TEXTS,
                               PRE_FLAGS, pre_type_of)
 
 # llama_token_attr bits
@@ -212,7 +212,7 @@ class _Loader:
                    "gptj": "is 'gptj', which llama.cpp names but does not implement (it aborts)"}
             raise self.fail(f"general.architecture {why.get(arch, f'{arch!r} is unknown')}: llama.cpp refuses "
                             "to load the file (\"unknown model architecture\"); set it to the model's "
-                            "architecture, e.g. 'llama', with harness.gguf.writer.rewrite_metadata")
+                            "architecture, e.g. 'llama', with harness.tokenizer.gguf.writer.rewrite_metadata")
 
     def read_model(self) -> None:
         model = self.get(K.MODEL, T.STRING)
@@ -220,7 +220,7 @@ class _Loader:
             raise self.fail(f"key {K.MODEL!r} is missing: this GGUF has no tokenizer")
         if model == "test" and pins.has("vocab_type_test"):
             raise self.fail("tokenizer model 'test' (LLAMA_VOCAB_TYPE_TEST, llama.cpp's test-only hash "
-                            "tokenizer, harness.pins change vocab_type_test) is not implemented by the "
+                            "tokenizer, harness.tokenizer.pins change vocab_type_test) is not implemented by the "
                             "harness tokenizer")
         if model not in _MODELS:
             raise self.fail(f"unknown tokenizer model {model!r} (llama.cpp: \"unknown tokenizer\"); "
@@ -293,7 +293,7 @@ class _Loader:
         if n == 0 and self.vocab_type in ("wpm", "ugm"):  # (SPM and BPE load, and fail later)
             raise self.fail(f"key {K.TOKENS!r} is an empty array: llama.cpp refuses a "
                             f"{self.vocab_type.upper()} vocab without tokens; re-convert the model")
-        score_types = (T.FLOAT32, T.INT32) if pins.has("int32_scores") else T.FLOAT32  # harness.pins
+        score_types = (T.FLOAT32, T.INT32) if pins.has("int32_scores") else T.FLOAT32  # harness.tokenizer.pins
         self.scores = self.per_token_array(K.SCORES, score_types, n, np.float32, 0.0)
         types = self.per_token_array(K.TOKEN_TYPE, T.INT32, n, np.int64, 1)
         lut = np.where((types >= 0) & (types < len(_TYPE_TO_ATTR)), types, 0)
@@ -481,7 +481,7 @@ class LazyMergeRanks(Mapping):
     Loading then costs nothing for decoding, pieces and special tokens; the
     first merge pays once (about 0.1 s for 150k merges), as part of encoding.
 
-    >>> from harness.gguf.reader import StringArraySpans
+    >>> from harness.tokenizer.gguf.reader import StringArraySpans
     >>> r = LazyMergeRanks(StringArraySpans(b"a bc d", np.array([0, 3]), np.array([3, 6])))
     >>> r.built, r[(b"c", b"d")], r.built
     (False, 1, True)
@@ -521,7 +521,7 @@ def merge_ranks_from_spans(spans) -> dict[tuple[bytes, bytes], int]:
     the first space at or after start+1 of each merge is found with one
     searchsorted over all space positions of the region.
 
-    >>> from harness.gguf.reader import StringArraySpans
+    >>> from harness.tokenizer.gguf.reader import StringArraySpans
     >>> import numpy as np
     >>> r = merge_ranks_from_spans(StringArraySpans(b"a b  xyzc d", np.array([0, 3, 6, 10]),
     ...                                             np.array([3, 5, 9, 11])))

@@ -5,7 +5,7 @@ with Python's ``unicodedata`` (14.0 on 3.11) nor the ``regex`` module (17.0),
 and decodes UTF-8 with its own lenient rules. Everything here mirrors those
 functions exactly, including their oddities (which are documented inline).
 
->>> from harness import unicode as U
+>>> from harness.tokenizer import unicode as U
 >>> bool(U.cpt_flags(ord("a")) & U.LETTER), U.to_lower(ord("A")) == ord("a")
 (True, True)
 >>> U.cpt_flags(0x10D50) == U.UNDEFINED   # assigned in Unicode 16, not in 15.1

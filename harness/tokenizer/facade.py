@@ -3,7 +3,7 @@
 One object per vocab (like tiktoken's ``Encoding``). Encoding cuts special
 tokens out of the raw bytes exactly as ``tokenizer_st_partition`` does, then
 runs each raw fragment through the vocab type's algorithm session
-(``harness.algorithms.<vocab_type>``) and adds BOS/EOS/CLS/SEP the way
+(``harness.tokenizer.algorithms.<vocab_type>``) and adds BOS/EOS/CLS/SEP the way
 ``llama_vocab::impl::tokenize`` does for that type. Decoding needs no
 algorithm: pieces come from token texts and attributes alone.
 
@@ -24,10 +24,10 @@ import re
 from itertools import chain
 from typing import Iterable, Sequence
 
-from harness import unicode as U
+from harness.tokenizer import unicode as U
 from harness.errors import HarnessError, VocabError
-from harness.algorithms.rwkv import unescape as unescape_rwkv  # one port of llama_unescape_rwkv_token
-from harness.vocab import BYTE, CONTROL, LSTRIP, NORMAL, RSTRIP, UNKNOWN, USER_DEFINED, Vocab
+from harness.tokenizer.algorithms.rwkv import unescape as unescape_rwkv  # one port of llama_unescape_rwkv_token
+from harness.tokenizer.vocab import BYTE, CONTROL, LSTRIP, NORMAL, RSTRIP, UNKNOWN, USER_DEFINED, Vocab
 
 _ESCAPED_SPACE = "\u2581".encode()  # '▁'
 _C_ISSPACE = b" \t\n\v\f\r"         # isspace() in the C locale
@@ -86,7 +86,7 @@ class Tokenizer:
             if vt not in _ALGORITHM_MODULES:
                 raise HarnessError(f"vocab_type {vt!r} of {self.vocab.path} cannot tokenize: llama.cpp "
                                    "aborts (GGML_ABORT) when tokenizing with a 'none' vocab")
-            name = f"harness.algorithms.{_ALGORITHM_MODULES[vt]}"
+            name = f"harness.tokenizer.algorithms.{_ALGORITHM_MODULES[vt]}"
             try:
                 module = importlib.import_module(name)
             except ImportError as e:

@@ -31,9 +31,9 @@ import re
 
 import numpy as np
 
-from harness import unicode as U
-from harness.algorithms._cache import PieceMemo
-from harness.algorithms._prefixes import PrefixIndex
+from harness.tokenizer import unicode as U
+from harness.tokenizer.algorithms._cache import PieceMemo
+from harness.tokenizer.algorithms._prefixes import PrefixIndex
 
 LLAMA_TOKEN_NULL = -1  # what llama.cpp emits for a NULL special id (no unk in the vocab)
 SPACE_PREFIX = b"\xe2\x96\x81"  # ▁ U+2581, the "phantom space" of every word

@@ -20,7 +20,7 @@ must reproduce the loops, not the regex. Quirks reproduced on purpose:
 Every splitter takes (cpts, flags, offsets) -- code points, their llama.cpp
 flags, and current segment lengths -- and returns the refined lengths.
 
->>> from harness.pretokenize.splitters import run_custom, CUSTOM
+>>> from harness.tokenizer.pretokenize.splitters import run_custom, CUSTOM
 >>> run_custom(GPT2, "Hello  world's", [14])
 [5, 1, 6, 2]
 """
@@ -31,7 +31,7 @@ from typing import Callable
 
 import numpy as np
 
-from harness import unicode as U
+from harness.tokenizer import unicode as U
 
 L, N, M, WS = U.LETTER, U.NUMBER, U.ACCENT_MARK, U.WHITESPACE
 OUT = 0xFFFFFFFF  # llama.cpp's OUT_OF_RANGE cpt

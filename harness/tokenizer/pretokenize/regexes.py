@@ -15,7 +15,7 @@ True
 
 from __future__ import annotations
 
-from harness import pins
+from harness.tokenizer import pins
 
 # pre types whose constructor sets byte_encode = false (raw UTF-8 merges)
 NO_BYTE_ENCODE = frozenset({"GEMMA4", "SARVAM_MOE", "WHITESPACE"})

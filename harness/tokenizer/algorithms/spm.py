@@ -35,7 +35,7 @@ import heapq
 import itertools
 import re
 
-from harness.algorithms._cache import PieceMemo
+from harness.tokenizer.algorithms._cache import PieceMemo
 from harness.errors import VocabError
 
 # unicode_len_utf8 (U:16): symbol length from the high nibble of the lead byte.
