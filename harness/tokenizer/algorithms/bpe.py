@@ -34,7 +34,7 @@ from harness.tokenizer import unicode as U
 from harness.tokenizer.algorithms._cache import PieceMemo
 from harness.errors import HarnessError
 from harness.tokenizer.pretokenize import byte_encodes, split_words
-from harness.tokenizer.vocab import LazyMergeRanks
+from harness.tokenizer.merges import LazyMergeRanks
 
 _LEN_BY_NIBBLE = (1,) * 12 + (2, 2, 3, 4)  # unicode_len_utf8: lead byte's high nibble
 _DNA_OPEN, _DNA_CLOSE, _DNA_OOV = b"<dna>", b"</dna>", b"<oov>"
