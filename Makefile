@@ -41,7 +41,14 @@ verify: $(STAMP)
 reference: fetch
 	$(CLI) build $(SOURCE_FLAG)
 
-test: reference
+# The dev extra: import-linter, for the layers contract in pyproject.toml.
+$(VENV)/.dev: $(STAMP)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	touch $@
+
+# lint-imports first: the layers contract (pyproject.toml, docs/architecture.md) is part of the tests.
+test: reference $(VENV)/.dev
+	$(VENV)/bin/lint-imports --no-cache
 	LLAMA_CONFORMANCE_REQUIRE_REFERENCE=1 HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} \
 	  $(PY) -m pytest -n $(JOBS) -m "not slow and not pins" tests examples/toyport/tests \
 	  --doctest-modules harness reference tools --ignore=harness/conformance/suite
@@ -98,7 +105,7 @@ pin-diff: $(STAMP)
 	PIN=$(FROM) $(MAKE) --no-print-directory reference
 	PIN=$(TO) $(MAKE) --no-print-directory reference
 	mkdir -p reports
-	$(PY) -m reference pin-diff --from $(FROM) --to $(TO) --out reports
+	$(PY) -m harness pin-diff --from $(FROM) --to $(TO) --out reports
 
 # make test on every pin in the lock, one after the other, then the tests across pins.
 test-pins: $(STAMP)

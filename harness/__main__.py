@@ -5,6 +5,7 @@
   first-divergent-token diff of a port against llama.cpp for one text.
 * ``bench [--vocabs ...] [--repeat N]``: speed against llama.cpp (``make bench``).
 * ``fuzz [--seconds S] [--seed N]``: hostile GGUF files, judged by llama.cpp (``make fuzz``).
+* ``pin-diff --from A --to B [--out DIR]``: llama.cpp against llama.cpp across two pins (``make pin-diff``).
 """
 
 from __future__ import annotations
@@ -13,10 +14,11 @@ import importlib
 import sys
 
 COMMANDS = {
-    "serve": "harness.tokenizer.serve",
-    "diff": "harness.conformance.diffcmd",
-    "bench": "harness.bench",
+    "serve": "harness.cli:serve",
+    "diff": "harness.diffcmd",
+    "bench": "harness.bench.run",
     "fuzz": "harness.fuzz.run",
+    "pin-diff": "harness.pindiff",
 }
 
 
@@ -25,8 +27,8 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or argv[0] not in COMMANDS:
         print(__doc__.strip(), file=sys.stderr)
         return 2
-    module = importlib.import_module(COMMANDS[argv[0]])
-    return module.main(argv[1:])
+    module, _, function = COMMANDS[argv[0]].partition(":")
+    return getattr(importlib.import_module(module), function or "main")(argv[1:])
 
 
 if __name__ == "__main__":

@@ -35,9 +35,10 @@ CLEAN, DIVERGENCES, PORT_ERRORS, SETUP_ERRORS = 0, 1, 2, 3
 
 # Subcommands that hand their arguments to an existing module's own parser (one code path).
 DELEGATES = {
-    "diff": ("harness.conformance.diffcmd", [], "first-divergent-token diff of a port vs llama.cpp for one text"),
-    "serve": ("harness.tokenizer.serve", [], "serve the harness tokenizer over the JSON-lines port protocol"),
-    "bench": ("harness.bench", [], "speed of the harness tokenizer against llama.cpp"),
+    "diff": ("harness.diffcmd", [], "first-divergent-token diff of a port vs llama.cpp for one text"),
+    "serve": ("harness.cli:serve", [], "serve the harness tokenizer over the JSON-lines port protocol"),
+    "pin-diff": ("harness.pindiff", [], "llama.cpp against llama.cpp across two pins"),
+    "bench": ("harness.bench.run", [], "speed of the harness tokenizer against llama.cpp"),
     "scoreboard": ("harness.scoreboard.run", [], "run the suite against real ports (transformers, ...)"),
     "fetch": ("reference.__main__", ["fetch"], "fetch and verify the pinned vocabs and golden files"),
     "build": ("reference.__main__", ["build"], "build the pinned llama-tokenize and libllama (cached)"),
@@ -136,7 +137,7 @@ def run_env(args: argparse.Namespace) -> dict[str, str]:
     if args.seed is not None:
         env["CONFORMANCE_SEED"] = str(args.seed)
     if args.budget:
-        from harness.conformance.fastphase import parse_budget
+        from harness.inputs.pool import parse_budget
         parse_budget(args.budget)  # a bad budget is a set-up error now, not in every worker
         env["BUDGET"] = args.budget
     return env
@@ -229,10 +230,31 @@ def main(argv: list[str] | None = None) -> int:
     args, rest = parse(list(sys.argv[1:] if argv is None else argv))
     if args.command == "run":
         return run(args)
-    module, prefix, _help = DELEGATES[args.command]
+    target, prefix, _help = DELEGATES[args.command]
     if args.pin:
         os.environ["PIN"] = args.pin
-    return importlib.import_module(module).main(prefix + rest)
+    module, _, function = target.partition(":")
+    return getattr(importlib.import_module(module), function or "main")(prefix + rest)
+
+
+def serve(argv: list[str]) -> int:
+    """``serve --vocab VOCAB``: the harness tokenizer over the port protocol; a pinned name
+    (``qwen2``) is resolved to its ``.gguf`` path here, the server itself takes paths."""
+    from harness.errors import HarnessError
+    from harness.tokenizer.serve import main as serve_path
+    argv = list(argv)
+    for i, a in enumerate(argv):
+        name = argv[i + 1] if a == "--vocab" and i + 1 < len(argv) else a.removeprefix("--vocab=")
+        if (a == "--vocab" or a.startswith("--vocab=")) and not os.path.exists(name):
+            from reference.vocabs import vocab_path
+            try:
+                path = str(vocab_path(name))
+            except HarnessError as e:
+                print(f"serve: cannot load vocab {name!r}: {e}", file=sys.stderr)
+                return 2
+            argv[i:i + (2 if a == "--vocab" else 1)] = ["--vocab", path]
+            break
+    return serve_path(argv)
 
 
 def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:

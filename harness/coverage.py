@@ -245,7 +245,7 @@ def unreachable(lines: dict, models: set[str], pre_types: set[str],
 
 
 def pinned_models_and_pre_types() -> tuple[set[str], set[str]]:
-    from harness.conformance.checks import pre_type_label
+    from harness.engine.vut import pre_type_label
     from harness.tokenizer.gguf import GGUFReader
     from reference.vocabs import names, vocab_path
     models, pres = set(), set()
@@ -259,7 +259,8 @@ def pinned_models_and_pre_types() -> tuple[set[str], set[str]]:
 # --- phases ----------------------------------------------------------------------------------
 def phases(only: list[str] | None) -> list[tuple[str, list[str], dict]]:
     """(name, pytest arguments, extra environment) in run order."""
-    from harness.conformance import strategies, suite
+    from harness.conformance import suite
+    from harness.inputs import strategies
     sdir = Path(suite.__file__).parent
     generated = [str(sdir / "test_encode.py"), str(sdir / "test_decode.py")]
     out = [("golden", [str(sdir / "test_golden.py")], {}),

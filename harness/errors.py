@@ -53,6 +53,10 @@ class UnsupportedPreTokenizer(VocabError):
             f"would refuse to load this vocab. Known names: {', '.join(self.known)}")
 
 
+class RegexNotSupported(HarnessError):
+    """A regex llama.cpp's std::regex would reject (it then throws 'Failed to process regex')."""
+
+
 class IntegrityError(HarnessError):
     """A fetched file does not match the hash recorded in the lock."""
 
@@ -92,3 +96,16 @@ class PortUnsupported(PortRequestError):
     (``"unsupported": [...]``), answered ``{"error": "unsupported: ..."}``, or (a
     Python adapter) raised ``NotImplementedError``. Counted as ``unsupported``,
     never as a pass."""
+
+
+def root_cause(message: str) -> str:
+    """The part of a port error message that names its cause, not the request:
+    the first line, up to ' on request' / ' to {' (so one cause counts once).
+
+    >>> root_cause("port 'x' crashed (exit code 3) on request {\\"op\\": 1}\\nmore")
+    "port 'x' crashed (exit code 3)"
+    """
+    first = message.splitlines()[0] if message else ""
+    for cut in (" on request ", " to {", " in encode(", " in decode(", " in token_to_piece("):
+        first = first.split(cut)[0]
+    return first

@@ -33,15 +33,12 @@ A missing reference skips with the command that fetches/builds it, or fails unde
 from __future__ import annotations
 
 import inspect
-import itertools
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-FLAGS = list(itertools.product([False, True], repeat=2))
-_FLAG_IDS = {(False, False): "plain", (False, True): "parse", (True, False): "add", (True, True): "add_parse"}
 
 
 @dataclass(frozen=True)
@@ -73,7 +70,7 @@ def conformance(vocabs, *, max_examples: int | None = None):
 
 def __getattr__(name: str):
     """The suite's named strategies (``cjk``, ``recipes``, ...), imported on first use."""
-    from harness.conformance import strategies
+    from harness.inputs import strategies
 
     if name in strategies.__all__:
         return getattr(strategies, name)
@@ -149,29 +146,33 @@ class _FunctionSession:
 
 
 def _vocab_under_test(fn, vocab: str, llama_reference):
-    from harness.conformance.checks import VocabUnderTest
     from harness.conformance.needs import require
-    from harness.conformance.ports import ReferencePort
+    from harness.engine.vut import VocabUnderTest
     from reference.vocabs import vocab_path
 
     path = require(vocab_path, vocab)
-    ref = ReferencePort(llama_reference(vocab))
     label = f"{fn.__module__}.{fn.__qualname__}"
-    return VocabUnderTest(_vocab_id(vocab), path, label, ref, _FunctionSession(FunctionPort(fn, path)))
+    return VocabUnderTest(_vocab_id(vocab), path, label, llama_reference(vocab),
+                          _FunctionSession(FunctionPort(fn, path)))
 
 
-def _hunt(request, vut, check: str, flags, run, **options):
-    """A Hunt whose tally harness.conformance.plugin reports (when loaded) for this test."""
-    from harness.conformance.hunt import Hunt, flags_label
-    h = Hunt(check, flags_label(*flags), run, vocab=vut.name, detail=vut.with_spans, **options)
-    request.node.conformance_hunts = [h]
-    return h
+def _make_hunt(request, vut):
+    """``make_hunt`` for the engine's checks: a Hunt whose tally harness.conformance.plugin
+    reports (when loaded) for this test."""
+    from harness.engine.hunt import Hunt
+
+    def make(check: str, flags: str, run, **options):
+        h = Hunt(check, flags, run, vocab=vut.name, detail=vut.with_spans, **options)
+        request.node.conformance_hunts = [h]
+        return h
+    return make
 
 
 def _test_class(fn, spec: Spec) -> type:
     """A class of two parametrized tests for one ``@conformance`` function."""
     vocabs = [pytest.param(v, id=_vocab_id(v)) for v in spec.vocabs]
-    flags = [pytest.param(f, id=_FLAG_IDS[f]) for f in FLAGS]
+    from harness.flags import FLAGS
+    flags = [pytest.param(f, id=label) for label, f in FLAGS.items()]
 
     @pytest.mark.parametrize("vocab", vocabs)
     def test_differential(self, vocab, flags, llama_reference, request):
@@ -191,49 +192,37 @@ def _test_class(fn, spec: Spec) -> type:
 
 
 def _golden(vut, request) -> None:
-    """Every .inp/.out case of the pin (made with add_special=False, parse_special=False);
-    every distinct divergence shrunk and reported, as in the suite."""
+    """Every .inp/.out case of the pin: the suite's golden check (engine.checks.golden)."""
     __tracebackhide__ = True  # the finding's diff is the message
-    from harness.conformance.hunt import shrink_text
-    from reference.vocabs import golden_cases
-
-    expected = dict(golden_cases(vut.name))
-    h = _hunt(request, vut, "golden", (False, False), lambda text: vut.check_golden(text, expected.get(text)),
-              signature=vut.signature, shrink=shrink_text)
-    for text in expected:
-        h.case(text)
-    h.finish()
+    from harness.engine import checks
+    checks.golden(vut, _make_hunt(request, vut))
 
 
 def _differential(spec: Spec, vut, flags, request) -> None:
-    """The known texts, then Hypothesis text (the suite's recipes), port vs llama.cpp in
-    process; the whole budget runs and every distinct divergence is shrunk and reported."""
+    """The known texts, the fast random phase, then Hypothesis text: the suite's encode
+    check (engine.checks.encode), port vs llama.cpp in process; the whole budget runs and
+    every distinct divergence is shrunk and reported."""
     __tracebackhide__ = True  # the finding's diff is the message
-    from hypothesis import HealthCheck, given, settings
+    import random
 
-    from harness.conformance.hunt import shrink_text
-    from harness.conformance.strategies import materialise, recipes
+    from hypothesis import HealthCheck
 
-    add_special, parse_special = flags
-    h = _hunt(request, vut, "encode", flags, lambda text: vut.check_encode(text, add_special, parse_special),
-              signature=vut.signature, shrink=shrink_text)
-    if os.environ.get("KNOWN_EXAMPLES", "1") != "0":
-        for text in _known_texts():
-            h.case(text)
+    from harness.engine import checks
+    from harness.inputs.pool import FAST_EXAMPLES, run_seed
 
-    def explore(recipe):
-        h.case(materialise(recipe, vut.texts))
-
-    explore.__qualname__ = f"{request.node.name}"
+    known = _known_texts() if os.environ.get("KNOWN_EXAMPLES", "1") != "0" else []
+    profile = os.environ.get("HYPOTHESIS_PROFILE") or "ci"
+    fast = (FAST_EXAMPLES.get(profile, FAST_EXAMPLES["ci"]), None,
+            random.Random(f"{run_seed()}:{request.node.nodeid}"))
     overrides = {"deadline": None, "database": None,
                  "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large]}
     if spec.max_examples is not None:
         overrides["max_examples"] = spec.max_examples
-    settings(**overrides)(given(recipe=recipes())(explore))()
-    h.finish()
+    checks.encode(vut, flags, _make_hunt(request, vut), fast=fast, replay=known,
+                  settings_overrides=overrides)
 
 
 def _known_texts() -> list[str]:
-    """The texts that broke real ports (harness/conformance/known.py)."""
-    from harness.conformance.known import KNOWN_TEXTS
+    """The texts that broke real ports (harness/inputs/known.py)."""
+    from harness.inputs.known import KNOWN_TEXTS
     return [text for text, _why in KNOWN_TEXTS]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
 from harness.errors import HarnessError
@@ -65,12 +64,6 @@ def _pins(args) -> int:
     return 0
 
 
-def _pin_diff(args) -> int:
-    from .pindiff import main as pin_diff
-
-    return pin_diff(args.frm, args.to, args.out, budget=args.budget, seed=args.seed)
-
-
 def _serve(args) -> int:
     from .serve import main as serve
 
@@ -101,14 +94,6 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--source", choices=("github", "dir"), default=None)
     p.set_defaults(fn=_pin)
     sub.add_parser("pins", help="list the pins, oldest first (the last is the default)").set_defaults(fn=_pins)
-    p = sub.add_parser("pin-diff", help="llama.cpp against llama.cpp across two pins")
-    p.add_argument("--from", dest="frm", required=True)
-    p.add_argument("--to", required=True)
-    p.add_argument("--out", default="reports")
-    p.add_argument("--budget", type=int, default=int(os.environ.get("PIN_DIFF_TEXTS", "300")),
-                   help="generated texts per vocab and flag combination")
-    p.add_argument("--seed", type=int, default=0)
-    p.set_defaults(fn=_pin_diff)
     p = sub.add_parser("serve", help="the port protocol over a pinned llama.cpp build")
     p.add_argument("--pin", required=True)
     p.add_argument("--vocab", required=True)

@@ -164,3 +164,13 @@ class InProcessReference:
                     return buf.raw[:n]
                 cap = -n
         raise ReferenceFailure(f"llama_token_to_piece kept asking for a bigger buffer on {self.path.name}")
+
+
+def load_reference(path: Path | str) -> InProcessReference:
+    """The oracle for one vocab file: llama.cpp in process, loaded once per process.
+
+    It answers the calls every port answers (keyword flags, bytes out):
+    ``encode(text, add_special=, parse_special=)``, ``decode(ids, remove_special=,
+    unparse_special=)``, ``token_to_piece(id, special=)`` and ``n_vocab``.
+    """
+    return InProcessReference.load(path)

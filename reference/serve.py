@@ -1,81 +1,50 @@
 """``python -m reference serve --pin P --vocab V``: a pinned llama.cpp build as a JSON-lines port.
 
-It speaks the protocol of ``python -m harness serve`` (README, "The port protocol"),
-answering with libllama of pin ``P`` loaded in this process. Two libllama builds
-in one process may clash, so another pin always runs in its own process: this is
-what ``PORT=llama.cpp@<pin>`` starts, and what ``make pin-diff`` checks pins with.
+It answers the port protocol (README, "The port protocol") through the one server
+loop, :mod:`harness.protocol.server`, with libllama of pin ``P`` loaded in this
+process. Two libllama builds in one process may clash, so another pin always runs in
+its own process: this is what ``PORT=llama.cpp@<pin>`` starts, and what
+``make pin-diff`` checks pins with.
 
 A request that makes llama.cpp throw gets ``{"error": ...}``; one that makes it
-abort ends the process, as it would end any program linking that libllama.
-
->>> import io, json
->>> out = io.StringIO()
->>> class Fake:
-...     n_vocab = 5
-...     def encode(self, text, add_special=False, parse_special=False): return [len(text)]
->>> serve(Fake(), io.BytesIO(b'{"op":"encode","text":"abc"}\\n\\n'), out)
->>> [json.loads(x) for x in out.getvalue().splitlines()][0]
-{'ids': [3]}
+abort ends the process, as it would end any program linking that libllama. A vocab
+this pin cannot load is served as ``unsupported`` on every request, so the client
+sees why.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
-from types import SimpleNamespace
-from typing import BinaryIO, TextIO
 
 
 class PinnedLlama:
-    """InProcessReference in the shape ``harness.tokenizer.serve.handle`` answers from (keyword flags, ``vocab``)."""
+    """The oracle of pin ``pin`` as a protocol backend: its calls, plus ``info``."""
 
     def __init__(self, ref, pin: str):
-        self.ref = ref
-        self.vocab = SimpleNamespace(n_vocab=ref.n_vocab, vocab_type=f"llama.cpp@{pin}", pre_type=None)
-        self.n_vocab = ref.n_vocab
+        self.ref, self.pin, self.n_vocab = ref, pin, ref.n_vocab
+        self.encode, self.decode, self.token_to_piece = ref.encode, ref.decode, ref.token_to_piece
 
-    def encode(self, text, add_special=False, parse_special=False):
-        return self.ref.encode(text, add_special, parse_special)
-
-    def decode(self, ids, remove_special=False, unparse_special=False):
-        return self.ref.decode(list(ids), remove_special, unparse_special)
-
-    def token_to_piece(self, id, special=False):
-        return self.ref.token_to_piece(id, special)
-
-
-def serve(port, stdin: BinaryIO, stdout: TextIO) -> None:
-    """One answer per line, a blank or undecodable line included; bytes in, ASCII JSON out."""
-    from harness.tokenizer.serve import handle
-
-    for raw in stdin:
-        try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError as e:
-            answer = {"error": f"request line is not UTF-8: {e}"}
-        else:
-            answer = handle(port, line) if line.strip() else {"error": "empty request line"}
-        stdout.write(json.dumps(answer, ensure_ascii=True) + "\n")
-        stdout.flush()
+    def info(self) -> dict:
+        return {"vocab_type": f"llama.cpp@{self.pin}", "pre_type": None}
 
 
 def main(pin: str, vocab: str) -> int:
     """Select ``pin`` for this process, load its libllama and the vocab, then serve stdin."""
     from harness.errors import HarnessError
+    from harness.protocol.server import UNSUPPORTED, refuse, serve
 
     from . import lock
 
     os.environ["PIN"] = lock.load(pin=pin).name  # before anything reads the selected pin
     try:
-        from .inproc import InProcessReference
+        from .inproc import load_reference
         from .vocabs import vocab_path
 
-        port = PinnedLlama(InProcessReference.load(vocab_path(vocab)), os.environ["PIN"])
+        backend = PinnedLlama(load_reference(vocab_path(vocab)), os.environ["PIN"])
     except HarnessError as e:
         print(f"reference serve: cannot load vocab {vocab!r} at pin {pin}: {e}", file=sys.stderr)
-        for line in sys.stdin.buffer:  # answer every request, so the client sees why
-            print(json.dumps({"error": f"unsupported: {e}"}), flush=True)
+        refuse(f"{UNSUPPORTED}{e}", sys.stdin.buffer, sys.stdout.buffer)
         return 2
-    serve(port, sys.stdin.buffer, sys.stdout)
+    serve(backend, sys.stdin.buffer, sys.stdout.buffer)
     return 0

@@ -30,7 +30,6 @@ from .paths import cache_dir
 from .progress import ByteMeter
 
 GITHUB_RAW = "https://raw.githubusercontent.com/ggml-org/llama.cpp"
-GITHUB_ARCHIVE = "https://github.com/ggml-org/llama.cpp/archive"
 
 
 class Source:

@@ -56,7 +56,7 @@ def golden_cases(name: str) -> list[tuple[str, list[int]]]:
     inp, out = Path(f"{base}.inp"), Path(f"{base}.out")
     if not inp.is_file() or not out.is_file():
         raise ReferenceUnavailable(f"{inp} or {out} is missing: run `make fetch`")
-    texts = _split_inp(inp.read_bytes().decode("utf-8"))
+    texts = split_inp(inp.read_bytes().decode("utf-8"))
     lines = out.read_text(encoding="utf-8").split("\n")
     if lines and lines[-1] == "":
         lines.pop()
@@ -65,7 +65,7 @@ def golden_cases(name: str) -> list[tuple[str, list[int]]]:
     return [(t, [int(x) for x in line.strip().split(" ") if x]) for t, line in zip(texts, lines)]
 
 
-def _split_inp(raw: str) -> list[str]:
+def split_inp(raw: str) -> list[str]:
     parts, pos = [], 0
     while pos < len(raw):
         nxt = raw.find(_SEPARATOR, pos)

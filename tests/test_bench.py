@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from harness.bench_corpus import CORPUS_BYTES, CORPUS_SHA256, chunks, corpus, sha256
+from harness.inputs.corpus import CORPUS_BYTES, CORPUS_SHA256, chunks, corpus, sha256
 
 
 def test_corpus_is_the_pinned_bytes():
@@ -28,7 +28,7 @@ def test_chunks_rejoin_exactly():
 
 
 def test_conformance_throughput_is_quoted(tmp_path):
-    from harness.bench import conformance_throughput, throughput_line
+    from harness.bench.run import conformance_throughput, throughput_line
     path = tmp_path / "conformance.json"
     assert "run `make conformance` first" in throughput_line(conformance_throughput(path), path)
     path.write_text(json.dumps({"divergences": [], "throughput": {
@@ -40,8 +40,8 @@ def test_conformance_throughput_is_quoted(tmp_path):
 
 def test_bench_runs_end_to_end(tmp_path):
     """A small run of the real thing: both tokenizers, same ids, a table and a JSON report."""
-    from harness import bench
-    from tests.needs import require
+    from harness.bench import run as bench
+    from harness.conformance.needs import require
     from reference.vocabs import vocab_path
     require(vocab_path, "gpt-2")
     out = tmp_path / "bench.json"

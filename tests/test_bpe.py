@@ -17,7 +17,7 @@ from harness.tokenizer import unicode as U
 from harness.tokenizer.algorithms.bpe import LlamaAbort, Session, merge_word, utf8_symbols
 from harness.errors import HarnessError, ReferenceFailure
 
-from needs import require
+from harness.conformance.needs import require
 
 GOLDEN_BPE = ["command-r", "deepseek-coder", "deepseek-llm", "falcon", "gemma-4", "gpt-2", "llama-bpe",
               "mpt", "qwen2", "qwen35", "refact", "starcoder"]
@@ -275,7 +275,7 @@ def test_segment_cuts_respect_merges_that_join_a_char_to_a_space():
 
 @pytest.mark.reference
 def test_segments_merge_like_the_whole_word(inproc):
-    from harness.bench_corpus import corpus
+    from harness.inputs.corpus import corpus
     from reference.vocabs import all_inp_texts, vocab_path
     tok = tokenizer("gemma-4")
     session = tok.session()

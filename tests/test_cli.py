@@ -6,14 +6,13 @@ import re
 import shlex
 import subprocess
 import sys
-import textwrap
 from importlib import metadata
 from pathlib import Path
 
 import pytest
 
 from harness import cli
-from needs import require
+from harness.conformance.needs import require
 
 REPO = Path(__file__).resolve().parent.parent
 SUBCOMMANDS = ("run", "diff", "serve", "fetch", "build", "pin", "bench", "scoreboard")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from harness import coverage as C
-from harness.conformance import strategies
+from harness.inputs import strategies
 from harness.errors import HarnessError
 
 

@@ -16,8 +16,8 @@ import pytest
 from harness.fuzz import run
 from harness.fuzz.mutations import CLASSES, mutate
 from harness.fuzz.seeds import SEEDS
-from needs import require
-from test_load_parity import with_type
+from harness.conformance.needs import require
+from tests.support.vocabs import with_type
 
 
 def _case(doc_bytes: bytes) -> str:

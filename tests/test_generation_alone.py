@@ -13,31 +13,19 @@ import unicodedata
 from pathlib import Path
 
 import pytest
-from hypothesis import settings, find
+import regex
+from hypothesis import find, settings
 
-# Imported before pytester's in-process runs (see tests/test_conformance_engine.py).
-import numpy  # noqa: F401
-import regex  # noqa: F401
-
-import harness.conformance.checks  # noqa: F401
-import tests.ports.mutants  # noqa: F401
-import harness.conformance.plugin  # noqa: F401
-import harness.conformance.suite  # noqa: F401
-import harness.conformance.wordbpe  # noqa: F401
-import harness.tokenizer.gguf.writer  # noqa: F401
-import harness.tokenizer.pretokenize  # noqa: F401
-import harness.tokenizer.pretypes  # noqa: F401
-import reference.build  # noqa: F401
-import reference.inproc  # noqa: F401
-import reference.vocabs  # noqa: F401
+import harness.conformance.suite
+import tests.ports.mutants
+from harness.conformance.needs import require
+from harness.inputs import drift, strategies, vocabgen
 from harness.tokenizer import unicode as U
-from harness.conformance import drift, strategies, vocabgen
-from needs import require
-from suite_run import mutant_port, run_suite  # noqa: E402
+from tests.support.suite import mutant_port, run_suite
 
 pytest_plugins = ["pytester"]
 SUITE = Path(harness.conformance.suite.__file__).parent
-# mutant -> the flag combination where its bug shows (as in test_conformance_engine.py)
+# mutant -> the flag combination where its bug shows (as in tests/test_suite_ports.py)
 MUTANT_FLAGS = {"bos_qwen2": "add", "lstrip_ignored": "parse"}
 
 

@@ -308,7 +308,7 @@ def test_ggml_type_table_matches_the_pinned_libggml():
     from harness.tokenizer.gguf.reader import GGML_TYPE_COUNT, GGML_TYPES
     from reference.build import artifacts
     from reference.inproc import library
-    from needs import require
+    from harness.conformance.needs import require
     require(library)  # the shim loads libggml-base with libllama
     base = next(artifacts().libllama.parent.glob("libggml-base.*"))
     lib = ctypes.CDLL(str(base))

@@ -10,9 +10,9 @@ import subprocess
 
 import pytest
 
-from harness.conformance.diff import Divergence
-from harness.conformance.html_report import html_page
-from harness.conformance.report import Finding
+from harness.reports.diff import Divergence
+from harness.reports.html import html_page
+from harness.reports.finding import Finding
 
 pytestmark = pytest.mark.slow
 

@@ -16,30 +16,8 @@ from harness.fuzz.doc import KV, tensor_info
 from harness.fuzz.seeds import SEEDS
 from harness.tokenizer.gguf.keys import GGUFValueType as T
 from harness.tokenizer import Tokenizer
-from needs import require
-
-TOKENS = b"tokenizer.ggml.tokens"
-
-
-def _texts(doc):
-    return list(doc.find(TOKENS).spec[1])
-
-
-def with_text(seed: str, i: int, text: bytes):
-    doc = SEEDS[seed]()
-    texts = _texts(doc)
-    texts[i] = text
-    doc.set(TOKENS, (T.ARRAY, texts, T.STRING))
-    return doc
-
-
-def with_type(seed: str, i: int, token_type: int, text: bytes | None = None):
-    doc = SEEDS[seed]() if text is None else with_text(seed, i, text)
-    types = list(doc.find(b"tokenizer.ggml.token_type").spec[1])
-    types[i] = token_type
-    doc.set(b"tokenizer.ggml.token_type", (T.ARRAY, types, T.INT32))
-    return doc
-
+from harness.conformance.needs import require
+from tests.support.vocabs import TOKENS, texts_of, with_text, with_type
 
 def with_key(seed: str, key: bytes, spec: tuple):
     doc = SEEDS[seed]()
@@ -62,7 +40,7 @@ def empty_tokens(seed: str = "spm"):
 
 def first_tokens(seed: str, n: int):
     doc = SEEDS[seed]()
-    doc.set(TOKENS, (T.ARRAY, _texts(doc)[:n], T.STRING))
+    doc.set(TOKENS, (T.ARRAY, texts_of(doc)[:n], T.STRING))
     return doc
 
 
@@ -76,7 +54,7 @@ def twin_key():
 REFUSED = [
     ("byte token in wpm", lambda: with_type("wpm", 7, 6), VocabError, "token 7"),
     ("byte text too short", lambda: with_type("spm", 262, 6, b"ab"), VocabError, "BYTE token 262"),
-    ("nul cut makes a duplicate", lambda: with_text("spm", 270, _texts(SEEDS["spm"]())[271] + b"\0x"),
+    ("nul cut makes a duplicate", lambda: with_text("spm", 270, texts_of(SEEDS["spm"]())[271] + b"\0x"),
      VocabError, "duplicate token text"),
     ("code point above U+10FFFF in bpe", lambda: with_text("bpe", 260, b"a\xf4\x90\x80\x80"), VocabError,
      "token 260"),

@@ -1,4 +1,4 @@
-"""Under make test (LLAMA_CONFORMANCE_REQUIRE_REFERENCE=1) nothing skips: tests/conftest.py turns a skip into a failure."""
+"""Under make test (LLAMA_CONFORMANCE_REQUIRE_REFERENCE=1) nothing skips: the root conftest.py turns a skip into a failure."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def test_passes():
 ])
 def test_a_skip_is_a_failure_only_when_the_reference_is_required(pytester, monkeypatch, required, outcomes):
     monkeypatch.setenv("LLAMA_CONFORMANCE_REQUIRE_REFERENCE", required)
-    pytester.makeconftest((Path(__file__).parent / "conftest.py").read_text(encoding="utf-8"))
+    pytester.makeconftest((Path(__file__).parents[1] / "conftest.py").read_text(encoding="utf-8"))
     pytester.makepyfile(test_x=_TESTS)
     result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-rA")
     result.assert_outcomes(**outcomes)
@@ -39,7 +39,7 @@ def test_a_skip_is_a_failure_only_when_the_reference_is_required(pytester, monke
 
 def test_a_module_skipped_at_import_is_an_error_when_required(pytester, monkeypatch):
     monkeypatch.setenv("LLAMA_CONFORMANCE_REQUIRE_REFERENCE", "1")
-    pytester.makeconftest((Path(__file__).parent / "conftest.py").read_text(encoding="utf-8"))
+    pytester.makeconftest((Path(__file__).parents[1] / "conftest.py").read_text(encoding="utf-8"))
     pytester.makepyfile(test_x="import pytest\npytest.importorskip('no_such_module_here')\n")
     result = pytester.runpytest_inprocess("-p", "no:cacheprovider")
     result.assert_outcomes(errors=1)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from reference import pindiff as D
+from harness import pindiff as D
+from harness.reports.pindiff import grouped
 
 
 def test_shrink_keeps_a_difference_and_drops_the_rest():
@@ -19,13 +20,13 @@ def test_same_compares_ids_exactly_and_failures_by_kind():
 
 def test_grouping_merges_flag_combinations_with_the_same_change():
     d = dict(vocab="v", text="~", from_ids=[1], to_ids=[2])
-    groups = D._grouped([{**d, "add_special": False}, {**d, "add_special": True}, {**d, "text": "x"}])
+    groups = grouped([{**d, "add_special": False}, {**d, "add_special": True}, {**d, "text": "x"}])
     assert [len(g) for g in groups] == [2, 1]
 
 
 @pytest.mark.pins
 def test_pin_diff_finds_the_tilde_change_and_nothing_on_qwen2():
-    from needs import require
+    from harness.conformance.needs import require
     from reference.build import artifacts
 
     for pin in ("4df29be", "0c1e570"):
@@ -43,10 +44,10 @@ def test_pin_diff_finds_the_tilde_change_and_nothing_on_qwen2():
 @pytest.mark.pins
 def test_another_pin_is_a_port(tmp_path):
     """PORT=llama.cpp@4df29be: the old pin's build, out of process, through the port protocol."""
-    from harness.conformance.ports import open_port
+    from harness.ports import open_port
     from harness.tokenizer.gguf import GGUFValueType as T
     from harness.tokenizer.gguf.writer import rewrite_metadata
-    from needs import require
+    from harness.conformance.needs import require
     from reference.build import artifacts
     from reference.inproc import InProcessReference
     from reference.vocabs import vocab_path

@@ -17,7 +17,8 @@ import pytest
 from harness.tokenizer import pins
 from harness.errors import VocabError
 from harness.tokenizer.gguf import GGUFValueType as T, Keys
-from test_vocab import NORMAL, load, refused_by_both, spm
+from harness.tokenizer.vocab import NORMAL
+from tests.support.vocabs import load, refused_by_both, spm
 
 K = Keys.Tokenizer
 ROOT = Path(__file__).resolve().parent.parent
@@ -94,9 +95,9 @@ def test_glm4_ignore_merges(tmp_path):
     The gpt-2-derived vocabs of make pin-diff cannot show this: every gpt-2 token is reachable."""
     from harness.tokenizer import Tokenizer
     from reference.inproc import InProcessReference
-    from test_vocab import bpe
+    from tests.support.vocabs import bpe
     from harness.tokenizer.gguf.writer import write_gguf
-    from needs import require
+    from harness.conformance.needs import require
 
     p = tmp_path / "glm4.gguf"
     write_gguf(p, bpe([b"a", b"b", b"ab", b"c", b"ac"], merges=[b"a c"], **{K.PRE: (T.STRING, "glm4")}))

@@ -13,8 +13,8 @@ import threading
 
 import pytest
 
-from harness.conformance.channel import CHUNK, MAX_LINE
-from harness.conformance.ports import ExternalPort
+from harness.protocol.channel import CHUNK, MAX_LINE
+from harness.ports import ExternalPort
 from harness.errors import PortError
 
 BIG = "x" * 300_000  # about 300 KB of JSON: beyond the 64 KiB pipe buffer

@@ -15,11 +15,11 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from harness.tokenizer import unicode as U
-from harness.bench_corpus import corpus
+from harness.inputs.corpus import corpus
 from harness.tokenizer.pretokenize import fast, split_words
 from harness.tokenizer.pretokenize.regexes import REGEX_EXPRS
 from reference.vocabs import all_inp_texts
-from tests.needs import require
+from harness.conformance.needs import require
 from tests.test_pretokenize import CASES
 
 # every pre type with a custom splitter that has a pattern, alone or within a list of regexes

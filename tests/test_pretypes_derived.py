@@ -21,7 +21,7 @@ from harness.tokenizer.algorithms.bpe import LlamaAbort
 from harness.tokenizer import pins
 from harness.tokenizer.pretypes import ALL_PRE_TYPES, PRE_FLAGS, PRE_NAMES
 
-from needs import require
+from harness.conformance.needs import require
 
 TEXTS: list[bytes] = [s.encode() if isinstance(s, str) else s for s in [
     "Hello World! camelCase HTTPServer iPhone ПриВет мир",

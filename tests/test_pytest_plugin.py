@@ -5,26 +5,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import textwrap
 from importlib import metadata
 
 import pytest
 
-# Loaded here, not first inside pytester's in-process runs: pytester forgets modules first
-# imported inside a run, and numpy cannot be imported twice.
-import numpy  # noqa: F401
-import regex  # noqa: F401
-
-import harness.conformance.checks  # noqa: F401
-import harness.tokenizer.gguf  # noqa: F401
-import harness.tokenizer.pretypes  # noqa: F401
-import reference.build  # noqa: F401
-import harness.conformance.plugin  # noqa: F401
-import reference.inproc  # noqa: F401
-import reference.vocabs  # noqa: F401
+import tests.support.suite  # noqa: F401  (preloads what pytester's runs import)
 from reference.paths import cache_dir
 from harness.pytest_plugin import conformance
-from needs import require
+from harness.conformance.needs import require
 
 pytest_plugins = ["pytester"]
 CACHE = cache_dir()  # before pytester points HOME elsewhere
@@ -45,7 +33,7 @@ def test_importing_it_loads_nothing_heavy():
 
 
 def test_strategies_are_importable_from_it():
-    from harness.conformance import strategies
+    from harness.inputs import strategies
     from harness.pytest_plugin import cjk, recipes
 
     assert cjk is strategies.cjk and recipes is strategies.recipes

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from needs import require
-from harness.tokenizer.serve import handle
+from harness.conformance.needs import require
+from harness.protocol.server import handle
 from harness.tokenizer import Tokenizer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -142,10 +142,11 @@ def test_serve_answers_the_last_line_without_a_newline(tmp_path):
 
 def test_serve_refuses_a_line_over_the_limit_without_holding_it(tmp_path):
     import io
-    from harness.tokenizer.serve import serve
+    from harness.protocol.server import serve
+    from harness.tokenizer.serve import TokenizerBackend
     stdin = io.BytesIO(INFO + b"\n" + b"x" * 5000 + b"\n" + b"y" * 3 + b"\n" + INFO + b"\n")
     stdout = io.BytesIO()
-    serve(Tokenizer.from_gguf(_tiny_vocab(tmp_path)), stdin, stdout, limit=1000)
+    serve(TokenizerBackend(Tokenizer.from_gguf(_tiny_vocab(tmp_path))), stdin, stdout, limit=1000)
     out = [json.loads(x) for x in stdout.getvalue().splitlines()]
     assert len(out) == 4 and out[0] == out[3] and out[0]["vocab_type"] == "wpm"
     assert "longer than 1000 bytes" in out[1]["error"] and "bad JSON" in out[2]["error"]
@@ -160,11 +161,8 @@ def test_serve_error_messages_are_bounded(tmp_path):
 def test_batch_answers_each_request_in_order_and_info_says_so():
     import json
 
-    from harness.tokenizer.serve import handle
-
     class Tok:
-        class vocab:
-            n_vocab, vocab_type, pre_type = 3, "bpe", "QWEN2"
+        n_vocab = 3
 
         def encode(self, text, add_special=False, parse_special=False):
             return [len(text)]

@@ -28,7 +28,7 @@ from harness.tokenizer.vocab import Vocab
 from reference import vocabs
 
 SPM_VOCABS = ["llama-spm", "phi-3", "baichuan"]
-from agreement import FLAGS, mismatches, report  # noqa: E402  (tests/agreement.py)
+from tests.support.agreement import FLAGS, mismatches, report  # noqa: E402  (tests/agreement.py)
 USER_DEFINED = 16
 
 # Adversarial texts; the number is the class in docs/known-port-bugs.md.
@@ -223,7 +223,7 @@ def test_a_vocab_joining_char_and_space_is_tokenized_whole():
 
 @pytest.mark.parametrize("name", SPM_VOCABS)
 def test_segments_give_the_whole_fragment_ids(name):
-    from harness.bench_corpus import corpus
+    from harness.inputs.corpus import corpus
     session = spm.Session(_vocab(name))
     assert session._cuttable  # all pinned SPM vocabs are
     texts = [t.encode() for t in vocabs.all_inp_texts()] + [c.encode() for c in corpus(100_000).split("\n")]

@@ -13,7 +13,7 @@ import re
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from needs import require
+from harness.conformance.needs import require
 from harness.errors import HarnessError
 from harness.tokenizer.gguf import GGUFValueType as T, Keys
 from harness.tokenizer.gguf.writer import rewrite_metadata, write_gguf
@@ -212,7 +212,7 @@ def test_partition_is_iterative_on_long_input(tmp_path):
 
 
 def test_missing_algorithm_module_is_a_clear_error(tmp_path, monkeypatch):
-    import harness.tokenizer as mod
+    import harness.tokenizer.facade as mod
     monkeypatch.setitem(mod._ALGORITHM_MODULES, "spm", "no_such_algorithm_module")
     with pytest.raises(HarnessError, match="not available"):  # at load: from_gguf builds the session
         tiny(tmp_path, [b"<unk>", b"<s>", b"</s>"], [2, 3, 3])
@@ -394,7 +394,7 @@ def test_decode_fast_path_keeps_the_checks():
     import numpy as np
     from harness.tokenizer import TokenIdError, Tokenizer
     from reference.vocabs import vocab_path
-    from needs import require
+    from harness.conformance.needs import require
     tok = Tokenizer.from_gguf(require(vocab_path, "llama-spm"))
     ids = [1, 15043, 2, 0, 29871, 13]
     for flags in ({}, {"remove_special": True}, {"unparse_special": True}):

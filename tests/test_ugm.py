@@ -18,6 +18,7 @@ import struct
 import pytest
 
 from harness.tokenizer.algorithms import ugm
+from harness.tokenizer.algorithms.charsmap import Charsmap
 from harness.errors import HarnessError, VocabError
 from harness.tokenizer.gguf import GGUFValueType as T
 from harness.tokenizer.gguf.writer import write_gguf
@@ -25,7 +26,7 @@ from harness.tokenizer.vocab import Vocab
 from reference import vocabs
 
 NAME = "nomic-bert-moe"
-from agreement import FLAGS, mismatches, report  # noqa: E402  (tests/agreement.py)
+from tests.support.agreement import FLAGS, mismatches, report  # noqa: E402  (tests/agreement.py)
 USER_DEFINED = 16
 
 # Classes 18 (UNK on emoji), 20 (charsmap / remove_extra_whitespaces / '!!!!!!'), 21 (invalid UTF-8).
@@ -163,7 +164,7 @@ def test_corrupt_charsmap_raises_vocab_error_where_llama_cpp_throws(tmp_path, in
 def test_truncated_charsmap_is_refused_at_construction(blob):
     """A header larger than the blob: llama.cpp refuses the vocab at load; never an IndexError."""
     with pytest.raises(VocabError):
-        ugm.Charsmap(blob)
+        Charsmap(blob)
 
 
 # --- 2. the session alone ---------------------------------------------------------------------
@@ -277,7 +278,7 @@ def test_charsmap_space_analysis_on_the_pinned_vocab():
 
 
 def test_chunks_and_segments_equal_the_whole_fragment():
-    from harness.bench_corpus import corpus
+    from harness.inputs.corpus import corpus
     session = _session()
     texts = [t.encode() for t in vocabs.all_inp_texts()] + [c.encode() for c in corpus(100_000).split("\n")]
     texts += ADVERSARIAL_BYTES + [t.encode() for t in ADVERSARIAL]

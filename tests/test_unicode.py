@@ -27,7 +27,7 @@ def test_generated_tables_are_fresh():
         pytest.skip("set LLAMA_CPP_DIR to the pinned llama.cpp tree (or `make reference`) to compare; regenerate with "
                     "`python tools/gen_unicode_tables.py --llama-cpp $LLAMA_CPP_DIR`")
     fresh = gen_unicode_tables.render(src.read_bytes())
-    committed = (REPO / "harness" / "unicode" / "_tables.py").read_text(encoding="utf-8")
+    committed = (REPO / "harness" / "tokenizer" / "unicode" / "_tables.py").read_text(encoding="utf-8")
     assert committed == fresh, ("harness/tokenizer/unicode/_tables.py is stale: run "
                                 "`python tools/gen_unicode_tables.py --llama-cpp $LLAMA_CPP_DIR`")
 

@@ -21,7 +21,7 @@ from harness.tokenizer.vocab import Vocab
 from reference import vocabs
 
 NAME = "bert-bge"
-from agreement import FLAGS, mismatches, report  # noqa: E402  (tests/agreement.py)
+from tests.support.agreement import FLAGS, mismatches, report  # noqa: E402  (tests/agreement.py)
 USER_DEFINED = 16
 
 # Class 19 (WordPiece normalisation) of docs/known-port-bugs.md, plus the edges of preprocess.
@@ -161,7 +161,7 @@ def _descending_word_ids(session, word: bytes) -> list[int]:
 
 
 def test_chunks_and_forward_walk_equal_the_reference():
-    from harness.bench_corpus import corpus
+    from harness.inputs.corpus import corpus
     from harness.tokenizer.vocab import Vocab
     session = wpm.Session(Vocab.from_gguf(vocabs.vocab_path("bert-bge")))
     texts = [t.encode() for t in vocabs.all_inp_texts()] + [c.encode() for c in corpus(100_000).split("\n")]

@@ -23,7 +23,7 @@ import re
 import sys
 from pathlib import Path
 
-OUT = Path(__file__).resolve().parent.parent / "harness" / "unicode" / "_tables.py"
+OUT = Path(__file__).resolve().parent.parent / "harness" / "tokenizer" / "unicode" / "_tables.py"
 
 # table name in unicode-data.cpp -> number of integers per entry
 TABLES = {

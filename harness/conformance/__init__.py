@@ -1,19 +1,17 @@
-"""The conformance engine: ports, strategies, the first-divergence diff, reports.
+"""The conformance run: the suite of pytest tests shipped in the package, and its plugin.
 
-- :mod:`~harness.conformance.diff`: pure ``first_divergence`` and the ``Divergence`` value;
-- :mod:`~harness.conformance.ports`: the ``Port`` protocol, built-in and external ports;
-- :mod:`~harness.conformance.strategies`: named Hypothesis text families and profiles;
-- :mod:`~harness.conformance.checks`: one vocab under test and its checks;
-- :mod:`~harness.conformance.hunt`: one check over many inputs, every distinct divergence;
-- :mod:`~harness.conformance.fastphase`: the fast random phase before Hypothesis;
-- :mod:`~harness.conformance.report` / ``html_report``: text, JSON and HTML rendering;
-- :mod:`~harness.conformance.plugin`: the pytest plugin (``-p harness.conformance.plugin``);
-- :mod:`~harness.conformance.diffcmd`: ``python -m harness diff``;
-- :mod:`~harness.conformance.suite`: the conformance tests themselves.
+- :mod:`~harness.conformance.suite`: the checks as pytest tests, one per vocab, check and
+  flag combination (``pytest --pyargs harness.conformance.suite``);
+- :mod:`~harness.conformance.plugin`: the pytest plugin that collects each test's tally
+  and writes the reports (``-p harness.conformance.plugin``);
+- :mod:`~harness.conformance.needs`: ``require``, a missing reference as a skip or a failure.
 
-The deliberately broken self-test ports live in the repository's tests/ports/, not here.
+The stages it runs on sit below it: :mod:`harness.inputs` (what the checks feed),
+:mod:`harness.engine` (vocab under test, session, checks, hunt, shrink),
+:mod:`harness.ports` (port specs), :mod:`harness.reports` (the reports room). The
+deliberately broken self-test ports live in the repository's tests/ports/, not here.
 
->>> from harness.conformance.diff import first_divergence
->>> first_divergence([1, 2], [1, 3]).index
-1
+>>> from harness.conformance.plugin import vocab_scope
+>>> vocab_scope("suite/test_golden.py::test_golden[gpt-2]")
+'gpt-2'
 """

@@ -3,7 +3,7 @@
 The scoreboard asks what the conformance engine does not: ``info`` at
 startup, to tell a vocab the port *cannot load* ("unsupported") from one it
 loads and gets wrong. It uses the engine's own client
-(:class:`harness.conformance.ports.ExternalPort`).
+(:class:`harness.ports.ExternalPort`).
 
 >>> probe_result({"n_vocab": 5})
 ('ok', '')
@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.conformance.ports import ExternalPort
+from harness.protocol.client import ExternalPort
 from harness.errors import PortError
-from harness.scoreboard.protocol import UNSUPPORTED
+from harness.protocol.server import UNSUPPORTED
 
 
 def probe_result(response: dict) -> tuple[str, str]:

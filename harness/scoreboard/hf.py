@@ -38,13 +38,13 @@ info                     ``len(tokenizer)`` (base vocab + added tokens).
 =======================  ==========================================================
 
 A GGUF it cannot convert (unknown architecture or tokenizer model) is served
-as ``unsupported: <the exception>`` (see :mod:`.protocol`).
+as ``unsupported: <the exception>`` (see :mod:`harness.protocol.server`).
 
 >>> class Tok:
 ...     def __len__(self): return 3
 ...     def __call__(self, text, **kw): return {"input_ids": [len(text), kw["add_special_tokens"],
 ...                                                          kw["split_special_tokens"]]}
->>> HFBackend(Tok()).encode("ab", True, True)
+>>> HFBackend(Tok()).encode("ab", add_special=True, parse_special=True)
 [2, True, False]
 """
 
@@ -53,7 +53,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from harness.scoreboard.server import run
+from harness.protocol.server import run_adapter
 
 
 class HFBackend:
@@ -69,15 +69,15 @@ class HFBackend:
         path = Path(path).resolve()
         return cls(AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name))
 
-    def encode(self, text: str, add_special: bool, parse_special: bool) -> list[int]:
+    def encode(self, text: str, *, add_special: bool = False, parse_special: bool = False) -> list[int]:
         out = self.tokenizer(text, add_special_tokens=add_special, split_special_tokens=not parse_special)
         return list(out["input_ids"])
 
-    def decode(self, ids: list[int], remove_special: bool, unparse_special: bool) -> bytes:
+    def decode(self, ids: list[int], *, remove_special: bool = False, unparse_special: bool = False) -> bytes:
         skip = remove_special or not unparse_special
         return self.tokenizer.decode(ids, skip_special_tokens=skip).encode("utf-8")
 
-    def piece(self, id: int, special: bool) -> bytes:
+    def token_to_piece(self, id: int, *, special: bool = False) -> bytes:
         return self.tokenizer.decode([id], skip_special_tokens=not special).encode("utf-8")
 
 
@@ -87,7 +87,7 @@ def _check_library() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run(argv, name="transformers", check_library=_check_library, load=HFBackend.load)
+    return run_adapter(argv, name="transformers", check_library=_check_library, load=HFBackend.load)
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from harness.scoreboard.server import run
+from harness.protocol.server import run_adapter
 
 LLAMA_CPP_PYTHON_VERSION = "0.3.35"
 
@@ -46,14 +46,14 @@ class LlamaCppPythonBackend:
         from llama_cpp import Llama
         return cls(Llama(model_path=str(path), vocab_only=True, verbose=False))
 
-    def encode(self, text: str, add_special: bool, parse_special: bool) -> list[int]:
+    def encode(self, text: str, *, add_special: bool = False, parse_special: bool = False) -> list[int]:
         return self.llama.tokenize(text.encode("utf-8"), add_bos=add_special, special=parse_special)
 
-    def decode(self, ids: list[int], remove_special: bool, unparse_special: bool) -> bytes:
+    def decode(self, ids: list[int], *, remove_special: bool = False, unparse_special: bool = False) -> bytes:
         # remove_special has no counterpart in the binding (see module docstring).
         return self.llama.detokenize(ids, special=unparse_special)
 
-    def piece(self, id: int, special: bool) -> bytes:
+    def token_to_piece(self, id: int, *, special: bool = False) -> bytes:
         return self.llama._model.token_to_piece(id, special)
 
 
@@ -66,7 +66,7 @@ def _check_library() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run(argv, name="llama-cpp-python", check_library=_check_library,
+    return run_adapter(argv, name="llama-cpp-python", check_library=_check_library,
                load=LlamaCppPythonBackend.load)
 
 

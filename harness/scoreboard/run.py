@@ -32,10 +32,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from harness.errors import HarnessError, PortError
-from harness.conformance.ports import ExternalPort
+from harness.protocol.client import ExternalPort
+from harness.reports.scoreboard import Cell, cell_from_json, html_page, json_text, markdown
 from harness.scoreboard.client import probe_result
-from harness.scoreboard.render import html_page, json_text, markdown
-from harness.scoreboard.results import Cell, cell_from_json, fill_from_report, load_report, settle
+from harness.scoreboard.results import fill_from_report, load_report, settle
 
 PORTS = {"transformers": "harness.scoreboard.hf",
          "llama-cpp-python": "harness.scoreboard.llama_cpp_python"}
@@ -50,35 +50,19 @@ def port_command(port: str, python: str) -> str:
     return f"{shlex.quote(python)} -m {PORTS[port]} --vocab {{vocab}}"
 
 
-class KeywordReference:
-    """InProcessReference (positional flags) with the keyword API that sample() uses.
-
-    >>> class R:
-    ...     def encode(self, text, add_special, parse_special): return [add_special, parse_special]
-    >>> KeywordReference(R()).encode("x", parse_special=True)
-    [False, True]
-    """
-
-    def __init__(self, reference):
-        self.reference = reference
-
-    def encode(self, text, *, add_special=False, parse_special=False):
-        return self.reference.encode(text, add_special, parse_special)
-
-
 def with_pieces(sampled: dict, reference) -> dict:
     """Label the ids of each sample example with the reference's pieces (hex), like the
     engine's ``pieces``, so the diff reads as text; ids out of range stay unlabelled.
 
     >>> class R:
     ...     n_vocab = 2
-    ...     def token_to_piece(self, id, special): return b"ab"[id:id + 1]
+    ...     def token_to_piece(self, id, special=False): return b"ab"[id:id + 1]
     >>> with_pieces({"examples": [{"reference_ids": [0], "port_ids": [1, 7]}]}, R())["examples"][0]["pieces"]
     {'0': '61', '1': '62'}
     """
     for ex in sampled.get("examples", []):
         ids = sorted({i for i in ex["reference_ids"] + ex["port_ids"] if 0 <= i < reference.n_vocab})
-        ex["pieces"] = {str(i): reference.token_to_piece(i, True).hex() for i in ids}
+        ex["pieces"] = {str(i): reference.token_to_piece(i, special=True).hex() for i in ids}
     return sampled
 
 
@@ -88,7 +72,7 @@ def examine(command: str, vocab: str, texts: list[str], timeout: float) -> tuple
     Returns (status 'ok'|'unsupported'|'port-error', detail, sample JSON or None).
     """
     from harness.scoreboard.sample import sample
-    from reference.inproc import InProcessReference
+    from reference.inproc import load_reference
     from reference.vocabs import vocab_path
 
     path = vocab_path(vocab)
@@ -100,9 +84,8 @@ def examine(command: str, vocab: str, texts: list[str], timeout: float) -> tuple
         status, detail = probe_result(client.exchange({"op": "info"}))
         if status != "ok" or not texts:
             return status, detail, None
-        reference = InProcessReference.load(path)
-        return status, detail, with_pieces(sample(client, KeywordReference(reference), texts).to_json(),
-                                           reference)
+        reference = load_reference(path)
+        return status, detail, with_pieces(sample(client, reference, texts).to_json(), reference)
     except PortError as e:
         return "port-error", str(e), None
     finally:

@@ -1,18 +1,15 @@
 """The corpus sample: how often a port agrees with llama.cpp on real-looking text.
 
-The conformance suite stops at the first divergence of each test and
-shrinks it, so its counts say *whether* a port diverges, not *how often*.
-This sample says how often: fixed 4 KB chunks of the pinned benchmark
-corpus (``harness.bench_corpus``: prose, code, CJK, Arabic, Indic, emoji,
+The conformance suite counts divergent cases per test; this sample says how
+often a port agrees on real-looking text: fixed 4 KB chunks of the pinned benchmark
+corpus (``harness.inputs.corpus``: prose, code, CJK, Arabic, Indic, emoji,
 whitespace runs, special-token texts), encoded by the port and by llama.cpp
 in process under each (add_special, parse_special) combination. The first
-disagreeing chunk of each combination is shrunk (:func:`.shrink.ddmin`) to a
-minimal text.
+disagreeing chunk of each combination is shrunk (:func:`harness.engine.shrink.shrink_text`,
+the engine's one shrinker) to a minimal text.
 
 >>> [len(c.encode()) >= 10 for c in chunks("ab" * 20, 10)]
 [True, True, True, True]
->>> first_index([1, 2, 3], [1, 2, 4])
-2
 """
 
 from __future__ import annotations
@@ -21,9 +18,11 @@ from dataclasses import dataclass, field
 from typing import Callable, Protocol, Sequence
 
 from harness.errors import HarnessError
-from harness.scoreboard.shrink import ddmin
+from harness.engine.shrink import shrink_text
+from harness.flags import COMBINATIONS
+from harness.reports.diff import first_index
 
-COMBOS = ((False, False), (False, True), (True, False), (True, True))
+COMBOS = COMBINATIONS  # harness.flags: the one flag table
 CHUNK_BYTES = 4096
 N_CHUNKS = 16
 
@@ -49,16 +48,8 @@ def chunks(text: str, size: int) -> list[str]:
 
 def corpus_chunks(count: int = N_CHUNKS, size: int = CHUNK_BYTES) -> list[str]:
     """The first ``count`` chunks of the pinned corpus (same bytes on every machine)."""
-    from harness.bench_corpus import corpus
+    from harness.inputs.corpus import corpus
     return chunks(corpus(count * size + size), size)[:count]
-
-
-def first_index(a: Sequence[int], b: Sequence[int]) -> int | None:
-    """First index where the id lists differ (a strict prefix differs at its end), else None."""
-    for i, (x, y) in enumerate(zip(a, b)):
-        if x != y:
-            return i
-    return None if len(a) == len(b) else min(len(a), len(b))
 
 
 @dataclass
@@ -104,7 +95,7 @@ def _diverges(port: Encoder, reference: Encoder, add: bool, parse: bool) -> Call
 def shrink_example(port: Encoder, reference: Encoder, text: str, add: bool, parse: bool,
                    budget: int = 2000) -> Example:
     """Shrink a diverging ``text`` and describe where the two streams part."""
-    small = ddmin(text, _diverges(port, reference, add, parse), budget=budget)
+    small = shrink_text(text, _diverges(port, reference, add, parse), calls=budget)
     ref = reference.encode(small, add_special=add, parse_special=parse)
     got = port.encode(small, add_special=add, parse_special=parse)
     return Example(add, parse, small, first_index(ref, got) or 0, ref, got)

@@ -148,7 +148,7 @@ def _platform_fates(lowercase: bool, strip_accents: bool) -> tuple:
     import regex
 
     from harness.tokenizer.algorithms.wpm import APPEND, DROP, SINGLE
-    from harness.conformance.drift import CLASSES
+    from harness.inputs.drift import CLASSES
     out = []
     newer = [rs for name, rs in CLASSES.items() if name.startswith("assigned_only_in_regex:")]
     for a, b in (r for rs in newer for r in rs):
@@ -200,7 +200,7 @@ def derived_lstrip_vocab(gpt2_path: str | Path) -> Path:
 
 
 def _reference(path):
-    from harness.conformance.ports import load_reference
+    from reference.inproc import load_reference
     return load_reference(path)
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import regex
 
-from harness.conformance.wordbpe import bpe_word, byte_encoder
+from harness.inputs.wordbpe import bpe_word, byte_encoder
 from tests.ports.mutants import Wrapped
 
 # QWEN2's pattern (llama-vocab.cpp, LLAMA_VOCAB_PRE_TYPE_QWEN2), and two broken variants.

@@ -30,9 +30,10 @@ from pathlib import Path
 import pytest
 from harness.conformance.needs import require
 
-from harness.conformance.checks import Session
-from harness.conformance.hunt import FLAGS, Hunt
-from harness.conformance.strategies import register_profiles
+from harness.engine.session import Session
+from harness.engine.hunt import Hunt
+from harness.flags import FLAGS
+from harness.inputs.strategies import register_profiles
 from harness.errors import HarnessError
 
 
@@ -84,7 +85,7 @@ def pytest_collection_modifyitems(config, items):
 def fast(request):
     """``(count, seconds, rng)`` of this test's fast random phase: the profile's count, or
     its share of BUDGET; a Random seeded from CONFORMANCE_SEED and the test's name."""
-    from harness.conformance.fastphase import FAST_EXAMPLES, run_seed, time_share
+    from harness.inputs.pool import FAST_EXAMPLES, run_seed, time_share
     profile = os.environ.get("HYPOTHESIS_PROFILE") or "ci"
     seconds = time_share(getattr(request.config, "_conformance_fast_tests", 1))
     name = request.node.nodeid.split("::", 1)[-1]

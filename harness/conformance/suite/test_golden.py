@@ -4,10 +4,13 @@ The .out ids were made by llama.cpp's test-tokenizer-0 with add_special=False
 and parse_special=False, so only that combination is checked. Every case is
 run; divergent cases are grouped by signature (as in the encode check) and the
 first of each is shrunk (shrunk texts are checked against llama.cpp in process,
-which the cross-check ties to the same ids) and reported with its count.
+which the cross-check ties to the same ids) and reported with its count. The body
+is :func:`harness.engine.checks.golden`.
 """
 
 from __future__ import annotations
+
+from harness.engine import checks
 
 
 def _has_golden(spec: str) -> bool:
@@ -16,13 +19,7 @@ def _has_golden(spec: str) -> bool:
 
 
 def test_golden(vut, hunt):
-    from harness.conformance.hunt import shrink_text
-    from reference.vocabs import golden_cases
-    expected = dict(golden_cases(vut.name))
-    h = hunt("golden", "plain", lambda text: vut.check_golden(text, expected.get(text)),
-             signature=vut.signature, shrink=shrink_text)
-    h.begin(vut.unsupported_reason("encode", add_special=False, parse_special=False), expected)
-    h.finish()
+    checks.golden(vut, hunt)
 
 
 test_golden.vocab_filter = _has_golden

@@ -10,15 +10,9 @@ from __future__ import annotations
 
 import os
 
-from harness.conformance.hunt import flags_label
-from harness.conformance.known import KNOWN_TEXTS
+from harness.engine import checks
+from harness.inputs.known import KNOWN_TEXTS
 
 if os.environ.get("KNOWN_EXAMPLES", "1") != "0":
     def test_known(vut, flags, hunt):
-        add_special, parse_special = flags
-        h = hunt("known", flags_label(*flags),
-                 lambda text: vut.check_encode(text, add_special, parse_special, check="known"),
-                 signature=vut.signature)
-        h.begin(vut.unsupported_reason("encode", add_special=add_special, parse_special=parse_special),
-                [text for text, _why in KNOWN_TEXTS])
-        h.finish()
+        checks.known(vut, flags, hunt, [text for text, _why in KNOWN_TEXTS])

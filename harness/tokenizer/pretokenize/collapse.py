@@ -39,7 +39,7 @@ import regex
 
 from harness.tokenizer import pins
 from harness.tokenizer import unicode as U
-from harness.errors import HarnessError
+from harness.errors import RegexNotSupported
 
 # unicode_regex_split's k_ucat_enum / k_ucat_cpt / k_ucat_map
 _UCAT_ENUM = {
@@ -55,10 +55,6 @@ _UCAT_ASCII = {
     U.ACCENT_MARK: "",
     U.SYMBOL: "\\\x24\\\x2B\x3C-\x3E\x5E\x60\\\x7C" + ("\\\x7E" if pins.has("tilde_is_symbol") else ""),
 }
-
-
-class RegexNotSupported(HarnessError):
-    """A regex llama.cpp's std::regex would reject (it then throws 'Failed to process regex')."""
 
 
 def uses_collapsed(regex_expr: str) -> bool:

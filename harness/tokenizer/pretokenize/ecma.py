@@ -18,7 +18,7 @@ both engines. Rewritten, because libstdc++ runs in the "C" locale:
 
 from __future__ import annotations
 
-from .collapse import RegexNotSupported
+from harness.errors import RegexNotSupported
 
 _SPACE = "\\t\\n\\x0b\\x0c\\r "
 _WORD = "A-Za-z0-9_"

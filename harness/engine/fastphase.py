@@ -1,0 +1,48 @@
+"""The fast random phase: many cheap inputs, sent to the port in batches.
+
+Before Hypothesis explores, each generated test (encode, decode) runs inputs built
+from the pool (:mod:`harness.inputs.pool`): they go to the port in batches (one
+``batch`` request per :data:`BATCH` for an external port whose ``info`` says
+``"batch": true``) and are compared with llama.cpp's answers; a divergent input goes
+through the test's Hunt like any other case: grouped by signature, shrunk and
+reported the same way.
+
+>>> class H:
+...     down, cases = False, 0
+...     def passed_case(self): self.cases += 1
+>>> h = H(); run_phase(h, iter(range(10)), lambda b: b, lambda x, got: True, count=5, seconds=None), h.cases
+(5, 5)
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable, Iterator
+
+BATCH = 256
+
+
+def run_phase(hunt, inputs: Iterator, answers: Callable, agrees: Callable, *,
+              count: int, seconds: float | None) -> int:
+    """Feed ``count`` inputs (or as many as ``seconds`` allow) to ``hunt`` in batches.
+
+    ``answers(batch)`` gives the port's answer (or the error it got) per input;
+    ``agrees(x, answer)`` says whether it equals llama.cpp's. Agreeing inputs count
+    as passed cases; the others go through ``hunt.case`` (recomputed, grouped,
+    shrunk). Returns the number of inputs used.
+    """
+    deadline = time.perf_counter() + seconds if seconds is not None else None
+    used = 0
+    while not hunt.down and (used < count if deadline is None else time.perf_counter() < deadline):
+        batch = [next(inputs) for _ in range(BATCH if deadline else min(BATCH, count - used))]
+        used += len(batch)
+        for x, got in zip(batch, answers(batch)):
+            if isinstance(got, Exception):
+                hunt.failed_case(x, got)
+            elif agrees(x, got):
+                hunt.passed_case()
+            else:
+                hunt.case(x)
+    if hunt.down and deadline is None:
+        hunt.tally.not_checked += count - used  # the rest of the budget never ran
+    return used

@@ -1,0 +1,114 @@
+"""Per-worker state: one reference, vocab and port per vocab, with restarts.
+
+>>> Session("  ").port_spec
+'harness'
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections import OrderedDict
+
+from harness.engine.vut import VocabUnderTest
+from harness.errors import PortError, ReferenceUnavailable
+from harness.ports import Port, open_port
+from harness.protocol.client import ExternalPort
+
+MAX_OPEN_EXTERNAL = 3  # external port processes kept alive per worker
+MAX_RESTARTS = 3  # times a crashed or hung port is started again, per vocab and worker
+
+
+class Session:
+    """Per-process cache: references, vocabs and ports (one of each per vocab).
+
+    A port that could not open (or reports another ``n_vocab``) stays failed for
+    its vocab. A port that crashed, hung or answered garbage is started again
+    when it is next needed, up to :data:`MAX_RESTARTS` times per vocab; each
+    restart is noted (:meth:`take_restarts`) so the report shows it.
+    """
+
+    def __init__(self, port_spec: str = "harness"):
+        self.port_spec = port_spec.strip() or "harness"
+        self._vocabs: dict[str, VocabUnderTest] = {}
+        self._ports: OrderedDict[str, Port] = OrderedDict()
+        self._errors: dict[str, PortError] = {}
+        self._restarts: dict[str, list[str]] = {}
+        self._untaken: dict[str, list[str]] = {}
+
+    def vocab(self, name: str) -> VocabUnderTest:
+        """The vocab by pinned name or .gguf path (ReferenceUnavailable if not fetched/built)."""
+        if name not in self._vocabs:
+            from reference.inproc import load_reference
+            from reference.vocabs import vocab_path
+            path = vocab_path(name)
+            self._vocabs[name] = VocabUnderTest(name, path, self.port_spec, load_reference(path), self)
+        return self._vocabs[name]
+
+    def port(self, vut: VocabUnderTest) -> Port:
+        """Open (or reuse, or restart) the port for one vocab."""
+        if vut.name in self._errors:
+            err = self._errors[vut.name]
+            # The same message, so the report counts this root cause once.
+            raise PortError(str(err).split("\n--- port stderr ---")[0], stderr=err.stderr)
+        port = self._ports.get(vut.name)
+        if isinstance(port, ExternalPort) and port.dead is not None:
+            self._restart(vut.name, port.dead)
+            port = None
+        if port is None:
+            port = self._ports[vut.name] = self._open(vut)
+            self._evict()
+        self._ports.move_to_end(vut.name)
+        return port
+
+    def _restart(self, name: str, dead: PortError) -> None:
+        done = self._restarts.setdefault(name, [])
+        self._ports.pop(name).close()
+        if len(done) >= MAX_RESTARTS:
+            self._errors[name] = PortError(f"port for {name} went down {len(done) + 1} times; "
+                                           f"not restarted again. Last error: {dead}", stderr=dead.stderr)
+            raise self._errors[name]
+        note = f"restart {len(done) + 1}/{MAX_RESTARTS} after: {str(dead).splitlines()[0]}"
+        done.append(note)
+        self._untaken.setdefault(name, []).append(note)
+
+    def take_restarts(self, name: str) -> list[str]:
+        """Restart notes for ``name`` not yet reported."""
+        return self._untaken.pop(name, [])
+
+    def _open(self, vut: VocabUnderTest) -> Port:
+        try:
+            port = open_port(self.port_spec, vut.path, reference=vut.reference)
+            if isinstance(port, ExternalPort):
+                self._check_n_vocab(port, vut)
+            return port
+        except ReferenceUnavailable:
+            raise
+        except Exception as e:
+            # A port that cannot load a vocab is that vocab's port error, reported with the run.
+            err = e if isinstance(e, PortError) else PortError(
+                f"port {self.port_spec!r} could not open {vut.path}: {type(e).__name__}: {e}",
+                stderr=traceback.format_exc())
+            self._errors[vut.name] = err
+            raise err from (None if err is e else e)
+
+    @staticmethod
+    def _check_n_vocab(port: "ExternalPort", vut: VocabUnderTest) -> None:
+        n = port.info().get("n_vocab")
+        if n is not None and n != vut.reference.n_vocab:
+            port.close()
+            raise PortError(f"port {port.command!r} answers info with n_vocab={n!r}, but llama.cpp "
+                            f"has {vut.reference.n_vocab} tokens in {vut.path}: the port loaded another "
+                            "vocab, or counts tokens differently", stderr=port.stderr())
+
+    def _evict(self) -> None:
+        # External ports are processes: keep only a few alive per worker.
+        external = [k for k, p in self._ports.items() if isinstance(p, ExternalPort)]
+        for name in external[:-MAX_OPEN_EXTERNAL]:
+            self._ports.pop(name).close()
+
+    def close(self) -> None:
+        """Stop every external port process."""
+        for p in self._ports.values():
+            if isinstance(p, ExternalPort):
+                p.close()
+        self._ports.clear()

@@ -1,0 +1,297 @@
+"""One vocab under test: its reference, its port, and the comparisons that make Findings.
+
+Shared by the conformance checks (:mod:`harness.engine.checks`), the pytest plugin and
+``python -m harness diff``, so all print the same diff for the same text. The port is
+called through :meth:`VocabUnderTest.call_port`, which sorts its failures: unsupported,
+a port error for one request, or a port that is down.
+
+>>> pre_type_label.__name__
+'pre_type_label'
+"""
+
+from __future__ import annotations
+
+import traceback
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from harness.engine import signature as sig
+from harness.errors import PortError, PortRequestError, PortUnsupported
+from harness.inputs.strategies import VocabTexts
+from harness.inputs.vocabtexts import vocab_texts
+from harness.ports import Port
+from harness.protocol.client import ExternalPort
+from harness.reports.diff import first_byte_divergence, first_divergence, token_spans
+from harness.reports.finding import BYTE_CHECKS, Finding
+
+_BPE_MODELS = ("gpt2", "hybriddna", "whitespace")
+
+
+def pre_type_label(path: str | Path) -> str:
+    """``'QWEN2'`` for a BPE vocab, ``'n/a (llama)'`` for other models.
+
+    >>> pre_type_label("vocabs/ggml-vocab-qwen2.gguf")   # doctest: +SKIP
+    'QWEN2'
+    """
+    from harness.tokenizer.gguf import GGUFReader
+    from harness.tokenizer.pretypes import pre_type_of
+    r = GGUFReader(path)
+    model = r.get("tokenizer.ggml.model")
+    if model == "gemma4":
+        return "GEMMA4"
+    if model in _BPE_MODELS:
+        return pre_type_of(r.get("tokenizer.ggml.pre"))
+    return f"n/a ({model})"
+
+
+@dataclass
+class VocabUnderTest:
+    """A vocab with its reference and (lazily) the port under test."""
+
+    name: str
+    path: Path
+    port_spec: str
+    reference: Any  # the oracle: reference.inproc.InProcessReference (keyword flags, bytes out)
+    session: Any = field(repr=False)  # what opens the port: harness.engine.session.Session
+
+    @cached_property
+    def pre_type(self) -> str:
+        return pre_type_label(self.path)
+
+    @cached_property
+    def texts(self) -> VocabTexts:
+        return vocab_texts(self.path, self.reference)
+
+    @cached_property
+    def token_types(self):
+        """``tokenizer.ggml.token_type`` (None if the vocab has none)."""
+        from harness.tokenizer.gguf import GGUFReader
+        return GGUFReader(self.path).get("tokenizer.ggml.token_type")
+
+    def token_kind(self, id: int) -> str:
+        """'normal', 'control', 'byte', ... of one id ('out-of-range' if it is not in the vocab)."""
+        if not 0 <= id < self.reference.n_vocab:
+            return "out-of-range"
+        types = self.token_types
+        return sig.TOKEN_KINDS.get(int(types[id]), "undefined") if types is not None else "normal"
+
+    @property
+    def port(self) -> Port:
+        """The port, opened once; a PortError is remembered and re-raised."""
+        return self.session.port(self)
+
+    # --- the port, called with its errors sorted ------------------------------------------
+    def unsupported_reason(self, op: str, **flags: bool) -> str:
+        """What the port declares it cannot express for this op and flags ('' if nothing).
+
+        A port declares it with ``unsupported``: ``info``'s list for external ports,
+        an attribute for Python adapters; entries are op names (``"decode"``) or
+        ``"<flag>=<true|false>"`` (``"parse_special=true"``).
+        """
+        declared = getattr(self.port, "unsupported", ()) or ()
+        wanted = [op] + [f"{k}={'true' if v else 'false'}" for k, v in flags.items()]
+        hit = [w for w in wanted if w in declared]
+        return f"port declares unsupported: {', '.join(hit)}" if hit else ""
+
+    def call_port(self, method: str, arg, **flags):
+        """``port.<method>(arg, **flags)``. An in-process port's NotImplementedError is
+        :class:`PortUnsupported`; any other exception becomes a PortError naming the
+        input (traceback kept as its stderr and cause)."""
+        op = {"token_to_piece": "piece"}.get(method, method)
+        reason = self.unsupported_reason(op, **flags)
+        if reason:
+            raise PortUnsupported(reason)
+        try:
+            return getattr(self.port, method)(arg, **flags)
+        except PortError:
+            raise
+        except NotImplementedError as e:
+            raise PortUnsupported(f"port {self.port_spec!r} cannot {method} with {flags}: {e}") from e
+        except Exception as e:
+            raise PortRequestError(f"port {self.port_spec!r} raised {type(e).__name__}: {e} in {method}"
+                                   f"({arg!r}, {flags}) on vocab {self.name}",
+                                   stderr=traceback.format_exc()) from e
+
+    def pieces(self, ids) -> dict[int, bytes]:
+        """Reference pieces (special=True) of the in-range ids."""
+        return {i: self.reference.token_to_piece(i, special=True)
+                for i in set(ids) if 0 <= i < self.reference.n_vocab}
+
+    def port_pieces(self, ids) -> dict[int, bytes]:
+        """The port's own pieces (special=True) of ``ids``; ids it cannot give are left out
+        (the report then labels the reference's piece as such)."""
+        out = {}
+        for i in set(ids):
+            try:
+                out[i] = bytes(self.call_port("token_to_piece", i, special=True))
+            except (PortError, TypeError, ValueError):
+                continue
+        return out
+
+    # --- findings -----------------------------------------------------------------------
+    def finding(self, check: str, text: str, add_special: bool, parse_special: bool,
+                ref_ids, port_ids, port_label: str | None = None) -> Finding | None:
+        """Compare two id lists for ``text``; a Finding with the window's pieces or None."""
+        data = text.encode("utf-8")
+        quick = first_divergence(ref_ids, port_ids)
+        if quick is None:
+            return None
+        head = self._added_head(text, add_special, parse_special, ref_ids)
+        # Tokens add_special put in front (BOS, CLS) consume no text: give them no piece.
+        prefix = [b"" if k < head else self.reference.token_to_piece(i, special=True)
+                  for k, i in enumerate(ref_ids[:quick.index])]
+        div = first_divergence(ref_ids, port_ids, text=data, reference_pieces=prefix)
+        ref_w, port_w = div.window()
+        own = self.port_pieces(port_w) if port_label is None else {}
+        return Finding(check, self.name, self.pre_type, add_special, parse_special, text, div,
+                       port_label or self.port_spec, self.pieces(ref_w + port_w), port_pieces=own)
+
+    def _added_head(self, text: str, add_special: bool, parse_special: bool, ref_ids) -> int:
+        """How many leading ids add_special added (0 if ``ref_ids`` are not the reference's)."""
+        if not add_special:
+            return 0
+        body = self.reference.encode(text, add_special=False, parse_special=parse_special)
+        for head in range(len(ref_ids) - len(body) + 1):
+            if list(ref_ids[head:head + len(body)]) == body:
+                return head
+        return 0
+
+    def signature(self, f: Finding) -> tuple:
+        """A stand-in for a divergence's cause, to tell distinct bugs apart.
+
+        encode, golden, known, crosscheck: the class (llama.cpp's flags: letter, digit,
+        space, newline, punct, symbol, mark, control, unassigned; ``/non-ascii`` marked)
+        of the character where the streams part, or ``special`` where a special token's
+        text starts there under parse_special. decode: the kind of token (normal,
+        control, byte, ...) whose output holds the first divergent byte, and the edit
+        there (``drops space``, ``adds letter``, ``replaces invalid-utf8 with symbol``).
+        piece: the kind of token. Cases with one signature count as one cause: the
+        first is shrunk and reported, the rest are counted.
+        """
+        d = f.divergence
+        if f.check in ("decode", "piece"):
+            kind = self.token_kind(self._token_at(f.decoded_ids, d.index, bool(f.unparse_special)))
+            if f.check == "piece":
+                return (f.check, kind)
+            return (f.check, kind, sig.edit(bytes(d.reference_ids), bytes(d.port_ids), d.index))
+        data = f.text.encode("utf-8", "surrogatepass")
+        at = data[d.byte_offset:]
+        if f.parse_special and any(at.startswith(s.encode("utf-8", "surrogatepass"))
+                                   for s in self.texts.specials if s):
+            return (f.check, "special")
+        ascii_ = d.byte_offset >= len(data) or data[d.byte_offset] < 0x80
+        return (f.check, sig.class_at(data, d.byte_offset) + ("" if ascii_ else "/non-ascii"))
+
+    def _token_at(self, ids, byte_index: int, special: bool) -> int:
+        """The id whose piece covers ``byte_index`` of the concatenated pieces (last id past the end)."""
+        pos = 0
+        for i in ids:
+            pos += len(self.reference.token_to_piece(i, special=special)) if 0 <= i < self.reference.n_vocab else 0
+            if pos > byte_index:
+                return i
+        return ids[-1] if ids else -1
+
+    def with_spans(self, f: Finding, limit: int = 300) -> Finding:
+        """``f`` with both sides' token spans over its text (first ``limit`` ids), the
+        port's side from the port's own pieces (llama.cpp's where it gives none)."""
+        if f.check in BYTE_CHECKS or not f.text:
+            return f
+        d, data = f.divergence, f.text.encode("utf-8", "surrogatepass")
+        ref = self.pieces(d.reference_ids[:limit])
+        own = dict(f.port_pieces)
+        if f.port == self.port_spec:
+            own.update(self.port_pieces([i for i in d.port_ids[:limit] if i not in own]))
+        both = {**ref, **self.pieces([i for i in d.port_ids[:limit] if i not in own])}
+        spans = (tuple(token_spans(data, [ref.get(i, b"") for i in d.reference_ids[:limit]])),
+                 tuple(token_spans(data, [own.get(i, both.get(i, b"")) for i in d.port_ids[:limit]])))
+        return replace(f, pieces={**f.pieces, **ref}, port_pieces=own, spans=spans)
+
+    # --- the checks -----------------------------------------------------------------------
+    def check_encode(self, text: str, add_special: bool, parse_special: bool,
+                     check: str = "encode") -> Finding | None:
+        """Port vs reference ids for one text and flag combination."""
+        ref_ids = self.reference.encode(text, add_special=add_special, parse_special=parse_special)
+        port_ids = self.call_port("encode", text, add_special=add_special, parse_special=parse_special)
+        return self.finding(check, text, add_special, parse_special, ref_ids, list(port_ids))
+
+    def check_golden(self, text: str, expected=None) -> Finding | None:
+        """Port vs a recorded .out case (add_special=False, parse_special=False); a text
+        with no recorded ids (a shrunk one) is checked against llama.cpp in process."""
+        if expected is None:
+            expected = self.reference.encode(text, add_special=False, parse_special=False)
+        got = self.call_port("encode", text, add_special=False, parse_special=False)
+        return self.finding("golden", text, False, False, list(expected), list(got))
+
+    def decode_input(self, text: str, source: str, cut: int = 0, rand=()) -> tuple[int, ...]:
+        """Ids for a decode case: llama.cpp's encoding of ``text`` with specials added and
+        parsed (``whole``), a prefix of it as a streaming engine decodes (``prefix``), or
+        ``rand`` ids folded into the vocab (``random``: bytes are often not valid UTF-8)."""
+        if source == "random":
+            return tuple(r % self.reference.n_vocab for r in rand)
+        ids = tuple(self.reference.encode(text, add_special=True, parse_special=True))
+        return ids[:cut % (len(ids) + 1)] if source == "prefix" else ids
+
+    def check_decode(self, ids, remove_special: bool, unparse_special: bool) -> Finding | None:
+        """Port's decode of ``ids`` vs llama.cpp's, byte for byte."""
+        ids = tuple(ids)
+        ref = self.reference.decode(ids, remove_special=remove_special, unparse_special=unparse_special)
+        got = self.call_port("decode", ids, remove_special=remove_special, unparse_special=unparse_special)
+        div = first_byte_divergence(ref, bytes(got))
+        if div is None:
+            return None
+        return Finding("decode", self.name, self.pre_type, False, False, "", div, self.port_spec,
+                       self.pieces(ids[:64]), ids, remove_special=remove_special,
+                       unparse_special=unparse_special)
+
+    def port_many(self, op: str, inputs: list, **flags) -> list:
+        """The port's answer to ``op`` for each input (ids for encode, bytes for decode), or
+        the PortError it got; batched (:data:`harness.protocol.client.BATCH_SIZE` requests per
+        line at most) for an external port that has the batch op."""
+        port = self.port
+        if isinstance(port, ExternalPort) and not self.unsupported_reason(op, **flags) and port.batches:
+            try:
+                return port.many(op, inputs, **flags)
+            except PortError as e:  # down: every input gets the error (the hunt counts it once)
+                return [e] * len(inputs)
+        out = []
+        for x in inputs:
+            try:
+                out.append(self.call_port(op, x, **flags))
+            except PortError as e:
+                out.append(e)
+        return out
+
+    def port_pieces_of(self, ids, special: bool) -> dict:
+        """id -> the port's piece, or the PortError its request got; batched for an external
+        port that has the batch op."""
+        port = self.port
+        if not isinstance(port, ExternalPort) or self.unsupported_reason("piece", special=special):
+            out = {}
+            for i in ids:
+                try:
+                    out[i] = bytes(self.call_port("token_to_piece", i, special=special))
+                except PortError as e:
+                    out[i] = e
+            return out
+        try:
+            return dict(zip(ids, port.pieces(ids, special=special)))
+        except PortError as e:  # down: every id of the chunk gets the error (the hunt counts it once)
+            return dict.fromkeys(ids, e)
+
+    def check_piece(self, id: int, special: bool, got: bytes | Exception | None = None) -> Finding | None:
+        """Port's piece of one token (``got`` if already fetched) vs llama_token_to_piece,
+        byte for byte."""
+        ref = self.reference.token_to_piece(id, special=special)
+        if isinstance(got, Exception):
+            raise got
+        if got is None:
+            got = self.call_port("token_to_piece", id, special=special)
+        div = first_byte_divergence(ref, bytes(got))
+        if div is None:
+            return None
+        return Finding("piece", self.name, self.pre_type, False, False, "", div, self.port_spec,
+                       {}, (id,), unparse_special=special)
+
+

@@ -1,0 +1,237 @@
+"""The client side of the port protocol: a port process, one request line in, one answer out.
+
+:class:`ExternalPort` starts a port command (``{vocab}`` replaced by the ``.gguf``
+path), speaks the JSON-lines protocol (README, "The port protocol"; the server side is
+:mod:`harness.protocol.server`) over a :class:`~harness.protocol.channel.LineChannel`
+(non-blocking pipes under one deadline per request), and sorts what comes back:
+
+- an ``{"error": "unsupported: ..."}`` answer raises :class:`PortUnsupported`;
+- any other ``{"error"}`` answer raises :class:`PortRequestError`, and the port keeps serving;
+- a crash, a hang (``PORT_TIMEOUT``, default 30 s per request) or garbage raises
+  :class:`PortError` carrying the port's stderr, and the port is down (closed).
+
+>>> split_command("myport --vocab {vocab}", "/v/x.gguf")
+['myport', '--vocab', '/v/x.gguf']
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import tempfile
+from pathlib import Path
+
+from harness.errors import PortError, PortRequestError, PortUnsupported
+from harness.protocol.channel import MAX_LINE, ChannelError, LineChannel
+
+DEFAULT_TIMEOUT = float(os.environ.get("PORT_TIMEOUT", "30"))
+#: Requests sent in one ``batch`` line at most.
+BATCH_SIZE = 512
+
+
+def split_command(command: str, vocab_path: str | Path) -> list[str]:
+    """argv of an external port: shell words, ``{vocab}`` -> the .gguf path.
+
+    Replacement happens after splitting so a path with spaces stays one word.
+
+    >>> split_command("python -m harness serve --vocab={vocab}", "a b.gguf")[-1]
+    '--vocab=a b.gguf'
+    """
+    argv = shlex.split(command)
+    if not argv:
+        raise PortError("PORT is empty: give 'harness', 'llama.cpp' or a command "
+                        "such as 'java -jar myport.jar --vocab {vocab}'")
+    return [a.replace("{vocab}", str(vocab_path)) for a in argv]
+
+
+class ExternalPort:
+    """A subprocess speaking the ``python -m harness serve`` JSON-lines protocol.
+
+    One request line in, one response line out, in order. ``n_vocab`` is not
+    part of the protocol; the caller supplies it (from the reference).
+    """
+
+    def __init__(self, command: str, vocab_path: str | Path, *, n_vocab: int = 0,
+                 timeout: float = DEFAULT_TIMEOUT, max_line: int = MAX_LINE):
+        self.argv = split_command(command, vocab_path)
+        self.command, self.timeout, self._n_vocab = command, timeout, n_vocab
+        self._stderr = tempfile.TemporaryFile()  # a file, not a pipe: a chatty port cannot block
+        try:
+            self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=self._stderr)
+        except OSError as e:
+            raise PortError(f"cannot start port {self.argv!r}: {e}. Check the PORT command.") from e
+        # Non-blocking pipes under one deadline per request: see harness.protocol.channel.
+        self._channel = LineChannel(self.proc.stdin, self.proc.stdout, max_line=max_line)
+        self.dead: PortError | None = None
+        self._info: dict | None = None
+
+    def stderr(self) -> str:
+        """Everything the port wrote to stderr so far."""
+        self._stderr.seek(0)
+        return self._stderr.read().decode("utf-8", "replace")
+
+    def _fail(self, what: str, request: dict) -> PortError:
+        if self.proc.poll() is None:
+            self.proc.kill()  # a port that misbehaved once is not trusted again
+            self.proc.wait()
+        req = json.dumps(request, ensure_ascii=True)
+        err = PortError(f"port {self.command!r} {what} on request {req[:500]}", stderr=self.stderr())
+        self.dead = err
+        return err
+
+    def _answer(self, request: dict, response) -> dict:
+        """``response`` checked: an ``{"error"}`` answer raises PortRequestError/PortUnsupported."""
+        if not isinstance(response, dict):
+            raise self._fail(f"answered {str(response)[:300]}, not a JSON object", request)
+        if "error" in response:
+            message = str(response["error"])
+            req = json.dumps(request, ensure_ascii=True)[:300]
+            if message.lower().startswith("unsupported"):
+                raise PortUnsupported(f"port {self.command!r} cannot express {req}: {message[:300]}")
+            raise PortRequestError(f"port {self.command!r} answered error {message[:300]!r} to {req}",
+                                   stderr=self.stderr())
+        return response
+
+    @property
+    def batches(self) -> bool:
+        """Whether ``info`` says the port answers ``{"op":"batch","requests":[...]}``."""
+        return self.info().get("batch") is True
+
+    def request_many(self, requests: list[dict], size: int = BATCH_SIZE) -> list:
+        """Answers to ``requests`` in order, through the batch op when the port has it.
+
+        Each item is the response object, or the PortRequestError (PortUnsupported)
+        its ``{"error"}`` answer raises; a crash, hang or garbage raises PortError.
+        """
+        if not self.batches:
+            return [self._or_error(lambda r=r: self.request(r)) for r in requests]
+        out = []
+        for k in range(0, len(requests), size):
+            chunk = requests[k:k + size]
+            batch = {"op": "batch", "requests": chunk}
+            answers = self.request(batch).get("responses")
+            if not isinstance(answers, list) or len(answers) != len(chunk):
+                raise self._fail(f"answered a batch of {len(chunk)} with "
+                                 f"{len(answers) if isinstance(answers, list) else repr(answers)[:100]} "
+                                 "responses", {"op": "batch", "requests": chunk[:2]})
+            out += [self._or_error(lambda r=r, a=a: self._answer(r, a)) for r, a in zip(chunk, answers)]
+        return out
+
+    @staticmethod
+    def _or_error(call):
+        try:
+            return call()
+        except PortRequestError as e:
+            return e
+
+    def request(self, request: dict) -> dict:
+        """Send one request, return the parsed response object.
+
+        An ``{"error": ...}`` answer raises :class:`PortRequestError` (or
+        :class:`PortUnsupported` when it starts with ``unsupported``) and the port
+        keeps running; a crash, hang or garbage raises :class:`PortError` and the
+        port is down.
+        """
+        return self._answer(request, self.exchange(request))
+
+    def info(self) -> dict:
+        """The port's ``info`` answer (``{}`` if it answers info with an error), asked once."""
+        if self._info is None:
+            try:
+                self._info = self.request({"op": "info"})
+            except PortRequestError:
+                self._info = {}
+        return self._info
+
+    def exchange(self, request: dict) -> dict:
+        """Send one request, return the response object as it is (it may hold
+        ``"error"``); PortError when none comes, or it is not a JSON object."""
+        if self.dead is not None:
+            raise PortError(f"port {self.command!r} is down after an earlier error:\n{self.dead}",
+                            stderr=self.dead.stderr)
+        try:
+            line = self._channel.exchange(json.dumps(request, ensure_ascii=True).encode() + b"\n",
+                                          self.timeout)
+        except ChannelError as e:
+            if e.kind in ("eof", "closed-stdin"):
+                try:
+                    self.proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    raise self._fail(f"{e} but is still running", request) from None
+                raise self._fail(f"crashed (exit code {self.proc.returncode}): {e}", request) from None
+            raise self._fail(str(e), request) from None
+        try:
+            response = json.loads(line)
+        except ValueError:
+            raise self._fail(f"answered garbage {line[:200]!r}", request) from None
+        if not isinstance(response, dict):
+            raise self._fail(f"answered {str(response)[:300]}, not a JSON object", request)
+        return response
+
+    def _field(self, response: dict, key: str, request: dict):
+        if key not in response:
+            raise self._fail(f"answered without {key!r}: {str(response)[:300]}", request)
+        return response[key]
+
+    def encode(self, text, *, add_special=False, parse_special=False):
+        return self._ids({"op": "encode", "text": text, "add_special": add_special,
+                          "parse_special": parse_special})
+
+    def _bytes(self, req: dict, response: dict | None = None) -> bytes:
+        value = self._field(self.request(req) if response is None else response, "bytes_hex", req)
+        try:
+            return bytes.fromhex(value)
+        except (TypeError, ValueError):
+            raise self._fail(f"answered bad bytes_hex {str(value)[:300]!r}", req) from None
+
+    def decode(self, ids, *, remove_special=False, unparse_special=False):
+        return self._bytes({"op": "decode", "ids": list(ids), "remove_special": remove_special,
+                            "unparse_special": unparse_special})
+
+    def token_to_piece(self, id, *, special=False):
+        return self._bytes({"op": "piece", "id": id, "special": special})
+
+    def many(self, op: str, inputs: list, **flags) -> list:
+        """``encode`` (texts -> ids) or ``decode`` (id lists -> bytes) for every input, or
+        the PortRequestError each got; batched when the port can."""
+        key = {"encode": "text", "decode": "ids"}[op]
+        reqs = [{"op": op, key: (x if op == "encode" else list(x)), **flags} for x in inputs]
+        parse = self._ids if op == "encode" else self._bytes
+        return [a if isinstance(a, Exception) else parse(r, a) for r, a in zip(reqs, self.request_many(reqs))]
+
+    def _ids(self, req: dict, response: dict | None = None) -> list[int]:
+        ids = self._field(self.request(req) if response is None else response, "ids", req)
+        if not isinstance(ids, list) or not all(type(i) is int for i in ids):
+            raise self._fail(f"answered non-integer ids {str(ids)[:300]}", req)
+        return ids
+
+    def pieces(self, ids, *, special=False) -> list:
+        """Each id's piece (bytes), or the PortRequestError its request got; batched
+        when the port can."""
+        reqs = [{"op": "piece", "id": i, "special": special} for i in ids]
+        return [a if isinstance(a, Exception) else self._bytes(r, a)
+                for r, a in zip(reqs, self.request_many(reqs))]
+
+    @property
+    def n_vocab(self):
+        return self._n_vocab
+
+    @property
+    def unsupported(self) -> frozenset[str]:
+        """What ``info`` declares the port cannot express (``VocabUnderTest.unsupported_reason``)."""
+        declared = self.info().get("unsupported", [])
+        return frozenset(str(x).lower() for x in declared) if isinstance(declared, list) else frozenset()
+
+    def close(self) -> None:
+        """Stop the process (idempotent)."""
+        self._channel.close()
+        if self.proc.poll() is None:
+            try:
+                self.proc.stdin.close()
+                self.proc.wait(timeout=2)
+            except (OSError, subprocess.TimeoutExpired):
+                self.proc.kill()
+                self.proc.wait()

@@ -1,0 +1,156 @@
+"""The finding model: one divergence in context, and the JSON it travels as.
+
+A :class:`Finding` is one divergence with its context (vocab, flags, text,
+port, the pieces of the ids in the window). It round-trips through JSON so
+xdist workers can ship it to the controller, which renders every report.
+
+JSON schema of ``reports/conformance.json`` (version 2)::
+
+    {"schema": 2,
+     "run": {"pin", "port", "profile", "known_examples", "hypothesis_seed", "vocabs",
+             "started", "wall_s", "host"},
+     "totals": {"cases", "divergences", "divergent_cases", "port_errors", "unsupported_cases",
+                "not_checked_cases", "restarts", "cells_by_outcome": {outcome: int}},
+     "cells": [                  # one per vocab, check and flag combination
+        {"vocab": str, "check": str, "flags": "plain"|"parse"|"add"|"add_parse",
+         "cases": int,           # comparisons made with both answers in hand
+         "divergences": int,     # distinct divergences (signatures) reported
+         "divergent": int,       # cases that diverged
+         "port_errors": int, "port_error_cases": int, "unsupported": int,
+         "not_checked": int, "capped": int, "restarts": int, "seconds": float,
+         "unsupported_reason": str,
+         "outcome": "pass"|"divergence"|"port error"|"unsupported"|"partial"|"not checked"}],
+     "divergences": [            # one object per distinct divergence, shrunk
+        {"check": "golden"|"known"|"encode"|"decode"|"piece"|"crosscheck",
+         "vocab": str, "pre_type": str|null, "port": str, "flags": str,
+         "add_special": bool, "parse_special": bool,         # encode flags
+         "remove_special": bool|null, "unparse_special": bool|null,   # decode (piece: special)
+         "text": str, "text_utf8_hex": str,                  # "" for decode and piece
+         "index": int,           # first divergent index (a byte index for decode and piece)
+         "byte_offset": int,     # offset in the UTF-8 text where the streams part
+         "byte_offset_exact": bool,
+         "reference_ids": [int], "port_ids": [int],          # decode/piece: the ids given
+         "reference_bytes_hex": str, "port_bytes_hex": str,   # decode and piece only
+         "pieces": {"<id>": "<hex of llama.cpp's piece>"},
+         "port_pieces": {"<id>": "<hex of the port's own piece>"},
+         "spans": [[[start, end], ...], [[start, end], ...]], # text bytes per id, both sides
+         "signature": [str], "cases": int,                   # its cause, and cases sharing it
+         "repro": str}],         # one-line command printing the same diff
+     "port_errors": [{"vocab": str, "check": str, "flags": str,   # the first cell it hit
+                      "message": str, "stderr": str, "cases": int,
+                      "fatal": bool, "tests": [str]}],       # one per root cause
+     "restarts": [{"vocab": str, "test": str, "note": str}],
+     "vocabs": {"<vocab>": {"<check>": {"cases", "divergences", "divergent",
+                                         "port_errors", "unsupported", "not_checked"}}},
+     "throughput": {...}}
+
+>>> Finding("encode", "v", None, True, False, "x", Divergence(0, 0, True, (1,), (2,))).flags
+'add'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from harness.flags import flags_label
+from harness.reports.diff import Divergence
+from harness.reports.repro import python_command, repro_command
+
+BYTE_CHECKS = ("decode", "piece")  # checks whose divergence indexes bytes, not tokens
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One divergence in context. ``pieces`` maps ids in the window to the
+    reference's piece (special=True), ``port_pieces`` to the port's own (from its
+    ``piece`` op). For "decode" and "piece" the divergence indexes the two
+    outputs' bytes and ``decoded_ids`` holds the ids given to both;
+    ``remove_special``/``unparse_special`` are their flags (``unparse_special`` is
+    ``special`` for a piece). ``cases`` counts the divergent cases of the run
+    with this finding's signature (this one included)."""
+
+    check: str
+    vocab: str
+    pre_type: str | None
+    add_special: bool
+    parse_special: bool
+    text: str
+    divergence: Divergence
+    port: str = "harness"
+    pieces: Mapping[int, bytes] = field(default_factory=dict)
+    decoded_ids: tuple[int, ...] = ()
+    remove_special: bool | None = None
+    unparse_special: bool | None = None
+    port_pieces: Mapping[int, bytes] = field(default_factory=dict)
+    cases: int = 1
+    signature: tuple = ()
+    spans: tuple = ()  # ((start, end) per reference id, (start, end) per port id): text bytes
+
+    @property
+    def flags(self) -> str:
+        """The flag combination's label: plain, parse, add or add_parse (for decode
+        read add as remove_special and parse as unparse_special; for piece, parse as special)."""
+        if self.check in BYTE_CHECKS:
+            a, p = bool(self.remove_special), bool(self.unparse_special)
+        else:
+            a, p = self.add_special, self.parse_special
+        return flags_label(a, p)
+
+    @property
+    def repro(self) -> str:
+        """See :func:`repro_command`."""
+        if self.check in BYTE_CHECKS:
+            return repro_command(self.vocab, "", False, False, self.port, python=python_command(),
+                                 ids=self.decoded_ids, remove_special=bool(self.remove_special),
+                                 unparse_special=bool(self.unparse_special),
+                                 piece=self.check == "piece")
+        return repro_command(self.vocab, self.text, self.add_special,
+                             self.parse_special, self.port, python=python_command())
+
+    def to_json(self) -> dict:
+        """The JSON object documented in the module docstring."""
+        d = self.divergence
+        obj = {"check": self.check, "vocab": self.vocab, "pre_type": self.pre_type,
+               "port": self.port, "flags": self.flags, "add_special": self.add_special,
+               "parse_special": self.parse_special, "remove_special": self.remove_special,
+               "unparse_special": self.unparse_special, "text": self.text,
+               "text_utf8_hex": self.text.encode("utf-8", "surrogatepass").hex(),
+               "index": d.index, "byte_offset": d.byte_offset,
+               "byte_offset_exact": d.offset_exact, "cases": self.cases,
+               "signature": list(self.signature), "spans": [list(map(list, side)) for side in self.spans],
+               "pieces": {str(k): v.hex() for k, v in self.pieces.items()},
+               "port_pieces": {str(k): v.hex() for k, v in self.port_pieces.items()},
+               "repro": self.repro}
+        if self.check in BYTE_CHECKS:
+            obj["reference_ids"] = obj["port_ids"] = list(self.decoded_ids)
+            obj["reference_bytes_hex"] = bytes(d.reference_ids).hex()
+            obj["port_bytes_hex"] = bytes(d.port_ids).hex()
+        else:
+            obj["reference_ids"], obj["port_ids"] = list(d.reference_ids), list(d.port_ids)
+        return obj
+
+    @classmethod
+    def from_json(cls, obj: dict) -> "Finding":
+        """Inverse of :meth:`to_json`.
+
+        >>> f = Finding("encode", "v", None, False, False, "x", Divergence(0, 0, True, (1,), (2,)))
+        >>> Finding.from_json(f.to_json()) == f
+        True
+        """
+        if obj["check"] in BYTE_CHECKS:
+            ref, port = bytes.fromhex(obj["reference_bytes_hex"]), bytes.fromhex(obj["port_bytes_hex"])
+            decoded = tuple(obj["reference_ids"])
+        else:
+            ref, port, decoded = obj["reference_ids"], obj["port_ids"], ()
+        div = Divergence(obj["index"], obj["byte_offset"], obj["byte_offset_exact"],
+                         tuple(ref), tuple(port))
+        pieces = {int(k): bytes.fromhex(v) for k, v in obj["pieces"].items()}
+        own = {int(k): bytes.fromhex(v) for k, v in obj.get("port_pieces", {}).items()}
+        return cls(obj["check"], obj["vocab"], obj["pre_type"], obj["add_special"],
+                   obj["parse_special"], obj["text"], div, obj["port"], pieces, decoded,
+                   obj.get("remove_special"), obj.get("unparse_special"), own, obj.get("cases", 1),
+                   tuple(obj.get("signature", ())),
+                   tuple(tuple(tuple(span) for span in side) for side in obj.get("spans", ())))
+
+

@@ -1,0 +1,184 @@
+"""``conformance.html``: one self-contained page a person would rather look at than read.
+
+- a header with the run: pin, port command, profile, Hypothesis seed, start, wall time, host;
+- a vocab x (check, flags) grid coloured by outcome (pass, divergence, port error,
+  unsupported, partial, not checked), each cell linking to its findings;
+- port errors, each root cause once;
+- findings grouped by cause (check and signature), each with the text drawn twice as
+  token spans, llama.cpp's segmentation above the port's, on the text's own characters,
+  the first divergent token marked; the i-2..i+5 window; the repro command with a copy button.
+
+No network, no external scripts or fonts.
+
+>>> "<!doctype html>" in html_page({"run": {}, "totals": {}, "cells": [], "port_errors": []}, [])
+True
+"""
+
+from __future__ import annotations
+
+import html
+from collections import defaultdict
+from typing import Mapping
+
+from harness.reports.cells import CHECK_COLUMNS, FLAG_ROWS, LEGEND, cell_text
+from harness.reports.escape import py_literal, render_token
+from harness.reports.finding import BYTE_CHECKS, Finding
+from harness.reports.render import flag_words, window_rows
+
+e = html.escape
+COLOURS = {"pass": "#cfc", "divergence": "#f99", "port error": "#fc6", "unsupported": "#ccd",
+           "partial": "#eeb", "not checked": "#eee"}
+
+_CSS = """body{font-family:system-ui,sans-serif;margin:1.5em;color:#222}
+table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #bbb;padding:2px 6px;font-size:12px}
+th{background:#f4f4f4}td.c{font-family:monospace;white-space:nowrap}td.c a{color:inherit;text-decoration:none}
+.meta td{font-family:monospace}.win td{font-family:monospace;white-space:pre}
+tr.div td{background:#fdd;font-weight:bold}tr.after td{color:#888}
+.toks{font-family:monospace;font-size:15px;line-height:2.2em;margin:.3em 0;white-space:pre-wrap}
+.tok{border:1px solid #999;border-radius:3px;padding:1px 0;margin:0 1px}
+.t0{background:#e6f0ff}.t1{background:#fff2d9}.first{background:#f66!important;color:#fff}
+.empty{color:#777;font-size:11px}.tok{white-space:pre}.lab{display:inline-block;width:6em;color:#555;font-size:12px}
+.finding{border-left:4px solid #c33;padding:.2em 1em;margin:1em 0}.group{margin-top:2em}
+code.repro{background:#f4f4f4;padding:2px 4px}pre{background:#f8f8f8;padding:.5em;white-space:pre-wrap}
+.legend span{padding:1px 6px;margin-right:4px;border:1px solid #bbb}"""
+
+_JS = """function copyRepro(b){navigator.clipboard.writeText(b.previousElementSibling.textContent)
+.then(function(){b.textContent='copied'})}"""
+
+
+def anchor(vocab: str, check: str, flags: str) -> str:
+    return f"f-{vocab}-{check}-{flags}"
+
+
+def _header(run: Mapping, totals: Mapping) -> str:
+    rows = [(k, run.get(k, "?")) for k in ("pin", "port", "profile", "hypothesis_seed", "known_examples",
+                                           "vocabs", "started", "wall_s", "host")]
+    rows += [(k, v) for k, v in totals.items() if k != "cells_by_outcome"]
+    return ("<table class='meta'>" + "".join(f"<tr><th>{e(str(k))}</th><td>{e(str(v))}</td></tr>"
+                                             for k, v in rows) + "</table>")
+
+
+def _grid(cells: list[Mapping]) -> str:
+    by = {(c["vocab"], c["check"], c["flags"]): c for c in cells}
+    checks = [c for c in CHECK_COLUMNS if any(k[1] == c for k in by)]
+    head1 = "<tr><th rowspan=2>vocab</th>" + "".join(f"<th colspan={len(FLAG_ROWS)}>{e(c)}</th>" for c in checks)
+    head2 = "<tr>" + "".join(f"<th>{f}</th>" for _ in checks for f in FLAG_ROWS) + "</tr>"
+    rows = []
+    for vocab in sorted({k[0] for k in by}):
+        tds = []
+        for check in checks:
+            for flags in FLAG_ROWS:
+                c = by.get((vocab, check, flags))
+                if c is None:
+                    tds.append("<td class='c'>-</td>")
+                    continue
+                colour = COLOURS.get(c["outcome"], "#fff")
+                text = e(cell_text(c))
+                if c["outcome"] == "divergence":
+                    text = f"<a href='#{anchor(vocab, check, flags)}'>{text}</a>"
+                elif c["outcome"] == "port error":
+                    text = f"<a href='#e-{e(vocab)}'>{text}</a>"
+                tds.append(f"<td class='c' style='background:{colour}' title='{e(c['outcome'])}'>{text}</td>")
+        rows.append(f"<tr><th>{e(vocab)}</th>{''.join(tds)}</tr>")
+    legend = "".join(f"<span style='background:{c}'>{e(k)}</span>" for k, c in COLOURS.items())
+    return (f"<p class='legend'>{legend}</p><p><small>{e(LEGEND)}</small></p>"
+            f"<table>{head1}</tr>{head2}{''.join(rows)}</table>")
+
+
+_VISIBLE = {" ": "\u00b7", "\n": "\u21b5", "\t": "\u2192", "\r": "\u240d"}
+
+
+def _visible(text: str) -> str:
+    """Text drawn so that every character shows: a space as a middle dot, a newline as
+    an arrow, other spaces and controls escaped (``\\u00a0``).
+
+    >>> _visible(" a\\xa0\\n")
+    '·a\\\\u00a0↵'
+    """
+    from harness.reports.escape import render_char
+    return "".join(_VISIBLE.get(c) or render_char(c) for c in text)
+
+
+def _spans(f: Finding, side: int) -> str:
+    """One side's tokens as spans over the text's own characters."""
+    data = f.text.encode("utf-8", "surrogatepass")
+    d = f.divergence
+    ids = d.reference_ids if side == 0 else d.port_ids
+    spans = f.spans[side] if len(f.spans) > side else ()
+    own = f.pieces if side == 0 else f.port_pieces
+    out = []
+    for k, (start, end) in enumerate(spans):
+        id = ids[k] if k < len(ids) else "?"
+        cls = "first" if k == d.index else f"t{k % 2}"
+        piece = own.get(id) if isinstance(id, int) else None
+        title = f"#{k} id {id}" + (f" {render_token(piece)}" if piece is not None else "")
+        body = _visible(data[start:end].decode("utf-8", "backslashreplace"))
+        if body:
+            out.append(f"<span class='tok {cls}' title='{e(title)}'>{e(body)}</span>")
+        else:
+            out.append(f"<span class='tok empty {cls}' title='{e(title)}'>[{e(str(id))}]</span>")
+    if len(ids) > len(spans):
+        out.append(f"<span class='empty'> … {len(ids) - len(spans)} more token(s)</span>")
+    return "".join(out)
+
+
+def _finding(f: Finding) -> str:
+    d = f.divergence
+    rows = []
+    for idx, ref, port in window_rows(f):
+        cls = "div" if idx == d.index else ("after" if idx > d.index else "")
+        rows.append(f"<tr class='{cls}'><td>{idx}</td><td>{e(ref)}</td><td>{e(port)}</td></tr>")
+    if f.check in BYTE_CHECKS:
+        subject = f"ids <code>{e(str(list(f.decoded_ids)))}</code>"
+        drawn = ""
+    else:
+        subject = (f"text <code>{e(py_literal(f.text))}</code> &middot; utf-8 "
+                   f"<code>{e(f.text.encode('utf-8', 'surrogatepass').hex(' '))}</code>")
+        drawn = (f"<div class='toks'><span class='lab'>llama.cpp</span>{_spans(f, 0)}</div>"
+                 f"<div class='toks'><span class='lab'>port</span>{_spans(f, 1)}</div>") if f.spans else ""
+    more = f" &middot; {f.cases} divergent cases share this cause" if f.cases > 1 else ""
+    return (f"<div class='finding' id='{anchor(f.vocab, f.check, f.flags)}'>"
+            f"<b>[{e(f.check)}] {e(f.vocab)}</b> ({e(str(f.pre_type))}) {e(flag_words(f))}{more}"
+            f"<p>{subject}<br>first divergent index <b>{d.index}</b>"
+            + ("" if f.check in BYTE_CHECKS else f", byte offset <b>{d.byte_offset}</b>"
+               + ("" if d.offset_exact else " (lower bound)"))
+            + f"</p>{drawn}<table class='win'><tr><th>idx</th><th>llama.cpp</th><th>port</th></tr>"
+            f"{''.join(rows)}</table><p>repro: <code class='repro'>{e(f.repro)}</code> "
+            f"<button onclick='copyRepro(this)'>copy</button></p></div>")
+
+
+def _groups(findings: list[Finding]) -> str:
+    groups: dict[tuple, list[Finding]] = defaultdict(list)
+    for f in findings:
+        groups[(f.check,) + tuple(f.signature)].append(f)
+    out = []
+    for key, fs in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        out.append(f"<div class='group'><h3>{e(' / '.join(map(str, key)))} &middot; {len(fs)} finding(s) in "
+                   f"{len({(f.vocab, f.flags) for f in fs})} cell(s)</h3>{''.join(map(_finding, fs))}</div>")
+    return "".join(out)
+
+
+def html_page(report: Mapping, findings: list[Finding]) -> str:
+    """The page for one ``conformance.json`` object and its findings."""
+    errs = report.get("port_errors", [])
+    first = {p["vocab"]: k for k, p in reversed(list(enumerate(errs)))}  # each vocab's first gets the anchor
+    errors = "".join(_port_error(p, anchored=first[p["vocab"]] == k) for k, p in enumerate(errs))
+    totals = report.get("totals", {})
+    status = (f"{totals.get('divergences', 0)} distinct divergence(s), {totals.get('port_errors', 0)} port "
+              f"error(s), {totals.get('unsupported_cases', 0)} unsupported case(s), "
+              f"{totals.get('not_checked_cases', 0)} not checked")
+    return (f"<!doctype html><html lang='en'><meta charset='utf-8'><title>llama.cpp tokenizer conformance"
+            f"</title><style>{_CSS}</style><script>{_JS}</script>"
+            f"<h1>llama.cpp tokenizer conformance</h1><p><b>{e(status)}</b></p>"
+            f"{_header(report.get('run', {}), totals)}<h2>Cells</h2>{_grid(report.get('cells', []))}"
+            + (f"<h2>Port errors</h2>{errors}" if errors else "")
+            + (f"<h2>Findings, grouped by cause</h2>{_groups(findings)}" if findings else "")
+            + "</html>")
+
+
+def _port_error(p: Mapping, anchored: bool) -> str:
+    """One root port error; the first of its vocab carries the anchor the grid links to."""
+    ident = f" id='e-{e(p['vocab'])}'" if anchored else ""
+    tests = e(", ".join(p.get("tests", [])))
+    return (f"<div class='finding'{ident}><b>port error: {e(p['vocab'])}</b> "
+            f"({p.get('cases', 0)} case(s); tests: {tests})<pre>{e(p['message'])}</pre></div>")

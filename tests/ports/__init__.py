@@ -1,0 +1,1 @@
+"""Deliberately broken ports the tests check the harness with (see the README)."""
