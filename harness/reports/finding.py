@@ -4,45 +4,24 @@ A :class:`Finding` is one divergence with its context (vocab, flags, text,
 port, the pieces of the ids in the window). It round-trips through JSON so
 xdist workers can ship it to the controller, which renders every report.
 
-JSON schema of ``reports/conformance.json`` (version 2)::
+Its JSON (:meth:`Finding.to_json`) is one entry of ``conformance.json``'s
+``divergences`` (the whole file's schema is in :mod:`harness.reports.run`)::
 
-    {"schema": 2,
-     "run": {"pin", "port", "profile", "known_examples", "hypothesis_seed", "vocabs",
-             "started", "wall_s", "host"},
-     "totals": {"cases", "divergences", "divergent_cases", "port_errors", "unsupported_cases",
-                "not_checked_cases", "restarts", "cells_by_outcome": {outcome: int}},
-     "cells": [                  # one per vocab, check and flag combination
-        {"vocab": str, "check": str, "flags": "plain"|"parse"|"add"|"add_parse",
-         "cases": int,           # comparisons made with both answers in hand
-         "divergences": int,     # distinct divergences (signatures) reported
-         "divergent": int,       # cases that diverged
-         "port_errors": int, "port_error_cases": int, "unsupported": int,
-         "not_checked": int, "capped": int, "restarts": int, "seconds": float,
-         "unsupported_reason": str,
-         "outcome": "pass"|"divergence"|"port error"|"unsupported"|"partial"|"not checked"}],
-     "divergences": [            # one object per distinct divergence, shrunk
-        {"check": "golden"|"known"|"encode"|"decode"|"piece"|"crosscheck",
-         "vocab": str, "pre_type": str|null, "port": str, "flags": str,
-         "add_special": bool, "parse_special": bool,         # encode flags
-         "remove_special": bool|null, "unparse_special": bool|null,   # decode (piece: special)
-         "text": str, "text_utf8_hex": str,                  # "" for decode and piece
-         "index": int,           # first divergent index (a byte index for decode and piece)
-         "byte_offset": int,     # offset in the UTF-8 text where the streams part
-         "byte_offset_exact": bool,
-         "reference_ids": [int], "port_ids": [int],          # decode/piece: the ids given
-         "reference_bytes_hex": str, "port_bytes_hex": str,   # decode and piece only
-         "pieces": {"<id>": "<hex of llama.cpp's piece>"},
-         "port_pieces": {"<id>": "<hex of the port's own piece>"},
-         "spans": [[[start, end], ...], [[start, end], ...]], # text bytes per id, both sides
-         "signature": [str], "cases": int,                   # its cause, and cases sharing it
-         "repro": str}],         # one-line command printing the same diff
-     "port_errors": [{"vocab": str, "check": str, "flags": str,   # the first cell it hit
-                      "message": str, "stderr": str, "cases": int,
-                      "fatal": bool, "tests": [str]}],       # one per root cause
-     "restarts": [{"vocab": str, "test": str, "note": str}],
-     "vocabs": {"<vocab>": {"<check>": {"cases", "divergences", "divergent",
-                                         "port_errors", "unsupported", "not_checked"}}},
-     "throughput": {...}}
+    {"check": "golden"|"known"|"encode"|"decode"|"piece"|"crosscheck",
+     "vocab": str, "pre_type": str|null, "port": str, "flags": str,
+     "add_special": bool, "parse_special": bool,         # encode flags
+     "remove_special": bool|null, "unparse_special": bool|null,   # decode (piece: special)
+     "text": str, "text_utf8_hex": str,                  # "" for decode and piece
+     "index": int,           # first divergent index (a byte index for decode and piece)
+     "byte_offset": int,     # offset in the UTF-8 text where the streams part
+     "byte_offset_exact": bool,
+     "reference_ids": [int], "port_ids": [int],          # decode/piece: the ids given
+     "reference_bytes_hex": str, "port_bytes_hex": str,   # decode and piece only
+     "pieces": {"<id>": "<hex of llama.cpp's piece>"},
+     "port_pieces": {"<id>": "<hex of the port's own piece>"},
+     "spans": [[[start, end], ...], [[start, end], ...]], # text bytes per id, both sides
+     "signature": [str], "cases": int,                   # its cause, and cases sharing it
+     "repro": str}           # one-line command printing the same diff
 
 >>> Finding("encode", "v", None, True, False, "x", Divergence(0, 0, True, (1,), (2,))).flags
 'add'
