@@ -11,6 +11,10 @@ ships those to the controller, which gathers them into one
 ``<dir>/conformance.json`` and ``<dir>/conformance.html`` (``--conformance-reports``,
 default ``reports``). JUnit XML comes from pytest's own ``--junitxml``. The JSON also
 records the run (pin, port, profile, seed, times, host) and its throughput.
+
+``--conformance-shard=I/N`` keeps part I of N of the collected tests, by vocab group
+(:mod:`harness.conformance.shard`); other plugins add keys to the run's metadata through
+the ``pytest_conformance_run_info`` hook (``llama-conformance run --hosts`` lists its hosts).
 """
 
 from __future__ import annotations
@@ -33,6 +37,20 @@ TALLY_KEY = "conformance_tally"  # user_properties key of each test's tally (JSO
 def pytest_addoption(parser):
     parser.addoption("--conformance-reports", default="reports",
                      help="directory for conformance.json and conformance.html (default: reports)")
+    parser.addoption("--conformance-shard", default=None, metavar="I/N",
+                     help="run part I of N of the collected tests, split by vocab (for CI matrices)")
+
+
+class RunInfoSpec:
+    """The plugin's own hook."""
+
+    @pytest.hookspec
+    def pytest_conformance_run_info(self, config, info: dict) -> None:
+        """Add keys to the run's metadata (``conformance.json``'s ``run``) before it is written."""
+
+
+def pytest_addhooks(pluginmanager):
+    pluginmanager.add_hookspecs(RunInfoSpec)
 
 
 def pytest_configure(config):
@@ -69,6 +87,29 @@ def pytest_xdist_make_scheduler(config, log):
             return vocab_scope(nodeid)
 
     return VocabScheduling(config, log)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """``--conformance-shard=I/N``: keep this shard's vocab groups (first, so the suite's
+    own hooks, such as BUDGET's share per test, see only the shard's tests)."""
+    shard = config.getoption("conformance_shard")
+    if shard:
+        from harness.conformance.shard import select
+        kept, dropped = select(items, shard, vocab_scope)
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+            items[:] = kept
+
+
+def host_label(spec) -> str:
+    """The host an xdist worker runs on: the SSH destination of its gateway, else ``local``.
+
+    >>> from execnet import XSpec
+    >>> host_label(XSpec("ssh=-o BatchMode=yes ci@hostB//python=py")), host_label(XSpec("popen"))
+    ('ci@hostB', 'local')
+    """
+    return spec.ssh.split()[-1] if getattr(spec, "ssh", None) else "local"
 
 
 def _leaves(exc: BaseException):
@@ -133,6 +174,11 @@ class Collector:
         self.run = RunReport()
         self.started_at = datetime.now(timezone.utc)
 
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodeready(self, node):
+        """Which host each xdist worker runs on (the throughput per host)."""
+        self.run.worker_hosts[node.gateway.id] = host_label(node.gateway.spec)
+
     def pytest_runtest_logreport(self, report):
         for key, value in report.user_properties:
             if key == TALLY_KEY:
@@ -155,7 +201,7 @@ class Collector:
         except Exception as e:  # the report must still be written
             pin = f"unknown ({type(e).__name__})"
         seed = self.config.getoption("hypothesis_seed", default=None)
-        return {"pin": pin, "port": os.environ.get("PORT") or "harness",
+        info = {"pin": pin, "port": os.environ.get("PORT") or "harness",
                 "profile": os.environ.get("HYPOTHESIS_PROFILE") or "ci",
                 "known_examples": os.environ.get("KNOWN_EXAMPLES", "1") != "0",
                 "hypothesis_seed": seed if seed is not None else "random",
@@ -164,6 +210,10 @@ class Collector:
                 "wall_s": round(time.perf_counter() - self.run.started, 1),
                 "host": f"{platform.node()} ({platform.system()} {platform.machine()}, "
                         f"{os.cpu_count()} cpus, Python {platform.python_version()})"}
+        if self.config.getoption("conformance_shard"):
+            info["shard"] = self.config.getoption("conformance_shard").replace(" ", "")
+        self.config.hook.pytest_conformance_run_info(config=self.config, info=info)
+        return info
 
     def pytest_sessionfinish(self, session):
         if hasattr(self.config, "workerinput"):

@@ -30,7 +30,18 @@ JSON schema of ``conformance.json`` (version 2)::
      "restarts": [{"vocab": str, "test": str, "note": str}],
      "vocabs": {"<vocab>": {"<check>": {"cases", "divergences", "divergent",
                                          "port_errors", "unsupported", "not_checked"}}},
-     "throughput": {"cases", "wall_s", "n_workers", "cases_per_s_per_worker", "workers"}}
+     "throughput": {"cases", "wall_s", "n_workers", "cases_per_s_per_worker",
+                    "workers": {"<worker>": {"cases", "seconds", "cases_per_s"}},
+                    "hosts": {"<host>": {"workers": [str], "cases", "seconds", "cases_per_s"}}},
+     "tallies": [{"test": str, "worker": str, "counts": {...},   # every test's tally as it
+                  "findings": [int],     # arrived (indices into "divergences"), so that
+                  "port_errors": [...], "restarts": [str]}]}   # `llama-conformance merge`
+                                                              # re-gathers the run exactly
+
+``run`` may also hold ``shard`` ("I/N", ``--shard``), ``hosts`` (``--hosts``: each host's
+workers, Python and what happened to it) and, in a merged report, ``merged`` (one entry per
+report merged). A host's ``cases_per_s`` is the sum of its workers' (each worker's cases over
+its own test time).
 
 >>> r = RunReport()
 >>> r.add({"counts": {"vocab": "v", "check": "encode", "flags": "plain", "cases": 3}, "test": "t",
@@ -63,6 +74,9 @@ class RunReport:
         self.restarts: list[dict] = []
         self.workers: dict[str, dict[str, float]] = {}
         self.started = time.perf_counter()
+        self.tallies: list[dict] = []  # each test's tally as it arrived, findings as indices
+        self.worker_hosts: dict[str, str] = {}  # worker id -> host (xdist over SSH)
+        self.wall_s: float | None = None  # a merged report's wall time (else the clock's)
 
     def add(self, data: dict, worker: str) -> None:
         """One test's tally, as its worker shipped it."""
@@ -81,6 +95,10 @@ class RunReport:
         w = self.workers.setdefault(worker, {"cases": 0, "seconds": 0.0})
         w["cases"] += counts.get("cases", 0)
         w["seconds"] += counts.get("seconds", 0.0)
+        first = len(self.findings) - len(data["findings"])
+        self.tallies.append({"test": data["test"], "worker": worker, "counts": counts,
+                             "findings": list(range(first, len(self.findings))),
+                             "port_errors": data["port_errors"], "restarts": data.get("restarts", [])})
 
     def totals(self) -> dict:
         """Run-wide counts, each outcome apart."""
@@ -99,13 +117,27 @@ class RunReport:
     def throughput(self) -> dict:
         """Cases checked, wall time, and cases per second per worker (two views: of the
         wall time, and of each worker's own test time)."""
-        wall = time.perf_counter() - self.started
+        wall = time.perf_counter() - self.started if self.wall_s is None else self.wall_s
         cases = sum(w["cases"] for w in self.workers.values())
         n = max(len(self.workers), 1)
-        return {"cases": cases, "wall_s": wall, "n_workers": len(self.workers),
-                "cases_per_s_per_worker": cases / wall / n if wall else 0.0,
-                "workers": {k: dict(v, cases_per_s=v["cases"] / v["seconds"] if v["seconds"] else 0.0)
-                            for k, v in sorted(self.workers.items())}}
+        workers = {k: dict(v, cases_per_s=v["cases"] / v["seconds"] if v["seconds"] else 0.0)
+                   for k, v in sorted(self.workers.items())}
+        out = {"cases": cases, "wall_s": wall, "n_workers": len(self.workers),
+               "cases_per_s_per_worker": cases / wall / n if wall else 0.0, "workers": workers}
+        if self.worker_hosts:
+            out["hosts"] = self.host_throughput(workers)
+        return out
+
+    def host_throughput(self, workers: dict[str, dict]) -> dict[str, dict]:
+        """Per host: its workers, cases, test seconds and cases/s (the sum of its workers')."""
+        hosts: dict[str, dict] = {}
+        for w, v in workers.items():
+            h = hosts.setdefault(self.worker_hosts.get(w, "local"),
+                                 {"workers": [], "cases": 0, "seconds": 0.0, "cases_per_s": 0.0})
+            h["workers"].append(w)
+            for k in ("cases", "seconds", "cases_per_s"):
+                h[k] += v[k]
+        return hosts
 
     def summary(self, report_dir: str) -> list[tuple[str | None, str]]:
         """The terminal summary as (section title or None, text) pairs, in order."""
@@ -126,6 +158,10 @@ class RunReport:
         if tp["cases"]:
             out.append((None, f"throughput: {tp['cases']} cases in {tp['wall_s']:.1f} s wall on "
                               f"{tp['n_workers']} worker(s): {tp['cases_per_s_per_worker']:.0f} cases/s per worker"))
+        if set(tp.get("hosts", {})) - {"local"}:
+            out += [(None, f"  host {h}: {len(v['workers'])} worker(s) ({', '.join(v['workers'])}), "
+                           f"{v['cases']} cases, {v['cases_per_s']:.0f} cases/s")
+                    for h, v in tp["hosts"].items()]
         return out
 
     def to_json(self, run_info: dict) -> dict:
@@ -140,7 +176,7 @@ class RunReport:
                 "divergences": [f.to_json() for f in self.findings],
                 "port_errors": list(self.port_errors.values()), "restarts": self.restarts,
                 "cells": sorted(merged, key=lambda c: (c["vocab"], c["check"], c["flags"])),
-                "vocabs": vocabs, "throughput": self.throughput()}
+                "vocabs": vocabs, "throughput": self.throughput(), "tallies": self.tallies}
 
     def write(self, out: Path, run_info: dict) -> dict:
         """Write ``conformance.json`` and ``conformance.html`` into ``out``; returns the JSON object."""
