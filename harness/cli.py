@@ -5,6 +5,10 @@ Subcommands:
 * ``run --port "CMD {vocab}" [--vocabs ...] [--pin ...] [--profile ...] [--jobs N] [--report-dir DIR]``:
   fetch and build the pinned reference if needed, then run the conformance suite
   shipped in this package (``pytest --pyargs harness.conformance.suite``) against the port;
+  ``--hosts a,2*b`` runs it on other machines over SSH (pytest-xdist's execnet gateways),
+  ``--shard I/N`` runs part I of N (by vocab, for CI matrices);
+* ``prepare --hosts ...``: install this package, fetch, build and verify the pin on each host;
+* ``merge DIR...``: the reports of N shards as one;
 * ``diff``, ``serve``, ``bench``, ``scoreboard``: the harness's own tools;
 * ``fetch``, ``build``, ``pin``: the pinned reference (vocabs, sources and builds
   live in the per-user cache, see ``reference.paths``).
@@ -43,6 +47,8 @@ DELEGATES = {
     "fetch": ("reference.__main__", ["fetch"], "fetch and verify the pinned vocabs and golden files"),
     "build": ("reference.__main__", ["build"], "build the pinned llama-tokenize and libllama (cached)"),
     "pin": ("reference.__main__", ["pin"], "move the pin to another llama.cpp commit"),
+    "prepare": ("harness.remote.prepare", [], "make SSH hosts ready for run --hosts (package, pin, build)"),
+    "merge": ("harness.mergecmd", [], "merge the reports of several runs (CI shards) into one"),
 }
 
 
@@ -88,6 +94,14 @@ def _run_parser(sub) -> None:
                    help="generated text only, without the fixed known-bug texts (KNOWN_EXAMPLES=0)")
     r.add_argument("--no-fetch", action="store_true",
                    help="do not fetch or build the reference first (fail if it is missing)")
+    r.add_argument("--shard", default=None, metavar="I/N",
+                   help="run part I of N of the tests, split by vocab (CI matrices; merge the N reports with "
+                        "`llama-conformance merge`)")
+    r.add_argument("--hosts", default=None, action="append", metavar="HOST[,HOST...]",
+                   help="run on these SSH hosts (N*HOST: N workers there; local: this machine) instead of "
+                        "--jobs; each needs `llama-conformance prepare --hosts ...` first")
+    from harness.remote.hosts import add_layout_options
+    add_layout_options(r)
     r.add_argument("pytest_args", nargs="*", metavar="-- PYTEST_ARG",
                    help="further pytest arguments, after --")
 
@@ -97,21 +111,26 @@ def _env_list(name: str) -> list[str] | None:
     return value or None
 
 
-def pytest_argv(args: argparse.Namespace) -> list[str]:
+def pytest_argv(args: argparse.Namespace, tx: list[str] | None = None) -> list[str]:
     """The pytest command line ``run`` uses; the suite comes from this package, not a checkout.
+    ``tx``: xdist's ``--tx`` workers of ``--hosts`` in place of ``-n`` (the suite by its
+    package name then, :mod:`harness.remote.launch`).
 
     >>> a = parser().parse_args(["run", "--jobs", "2", "--report-dir", "out", "--seed", "7"])
     >>> " ".join(pytest_argv(a))  # doctest: +ELLIPSIS
     '.../harness/conformance/suite -c ... -p harness.conformance.plugin -p no:cacheprovider -n 2 ...'
     """
     report_dir = os.path.abspath(args.report_dir)
-    argv = [*suite_args(), "-p", "harness.conformance.plugin", "-p", "no:cacheprovider",
-            "-n", str(args.jobs), "--dist", "loadgroup",
+    from harness.remote.launch import SUITE_ARGS
+    argv = [*(suite_args() if tx is None else SUITE_ARGS), "-p", "harness.conformance.plugin", "-p", "no:cacheprovider",
+            *(["-n", str(args.jobs)] if tx is None else tx), "--dist", "loadgroup",
             # harness and reference are imported before pytest starts (fetch, build): nothing to rewrite.
             "-W", "ignore::pytest.PytestAssertRewriteWarning",
             f"--conformance-reports={report_dir}", f"--junitxml={os.path.join(report_dir, 'conformance-junit.xml')}"]
     if args.seed is not None:
         argv.append(f"--hypothesis-seed={args.seed}")
+    if args.shard:
+        argv.append(f"--conformance-shard={args.shard}")
     return argv + list(args.pytest_args)
 
 
@@ -196,6 +215,9 @@ def run(args: argparse.Namespace) -> int:
     from harness.errors import HarnessError
     try:
         os.environ.update(run_env(args))
+        if args.shard:
+            from harness.conformance.shard import parse_shard
+            parse_shard(args.shard)
     except HarnessError as e:
         print(f"llama-conformance: {e}", file=sys.stderr)
         return SETUP_ERRORS
@@ -203,9 +225,23 @@ def run(args: argparse.Namespace) -> int:
         prepared = _prepare_reference()
         if prepared:
             return prepared
+    tx, plugins = None, []
+    if args.hosts:
+        from harness.remote.launch import launch
+        from harness.remote.probe import facts
+        try:
+            tx, plugin = launch(args, facts(verify_vocabs=False))
+        except HarnessError as e:
+            print(f"llama-conformance: {e}", file=sys.stderr)
+            return SETUP_ERRORS
+        plugins.append(plugin)
     os.makedirs(args.report_dir, exist_ok=True)
     outcome = Outcome()
-    rc = int(pytest.main(pytest_argv(args), plugins=[outcome]))
+    rc = int(pytest.main(pytest_argv(args, tx), plugins=[outcome, *plugins]))
+    if rc == pytest.ExitCode.NO_TESTS_COLLECTED and args.shard:
+        print(f"llama-conformance: shard {args.shard} holds no vocab (fewer vocabs than shards); "
+              "its empty report is written for the merge", file=sys.stderr)
+        rc = 0
     code = exit_code(pytest_rc=rc, divergences=outcome.divergences, port_errors=outcome.port_errors,
                      setup_errors=outcome.setup_errors)
     print(f"llama-conformance: exit {code} ({_MEANING[code]}); reports in {args.report_dir}/", file=sys.stderr)
