@@ -18,7 +18,7 @@ SOURCE_FLAG := $(if $(SOURCE),--source $(SOURCE),)
 
 export LLAMA_CPP_DIR PORT VOCABS HYPOTHESIS_PROFILE KNOWN_EXAMPLES BUDGET CONFORMANCE_SEED PIN
 
-.PHONY: all fetch reference test test-slow chromium conformance sweep bench scoreboard pin pin-diff test-pins verify dist clean help coverage fuzz
+.PHONY: all fetch reference test test-slow test-remote chromium openssh conformance sweep bench scoreboard pin pin-diff test-pins verify dist clean help coverage fuzz
 
 all: test
 
@@ -50,13 +50,23 @@ $(VENV)/.dev: $(STAMP)
 test: reference $(VENV)/.dev
 	$(VENV)/bin/lint-imports --no-cache
 	LLAMA_CONFORMANCE_REQUIRE_REFERENCE=1 HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} \
-	  $(PY) -m pytest -n $(JOBS) -m "not slow and not pins" tests examples/toyport/tests \
+	  $(PY) -m pytest -n $(JOBS) -m "not slow and not pins and not remote" tests examples/toyport/tests \
 	  --doctest-modules harness reference tools --ignore=harness/conformance/suite
 
 # The long checks: every token piece re-encoded, 1 MB texts, every pre string, every .inp text
-# through llama-tokenize one process at a time (about 25 minutes).
-test-slow: reference chromium
-	LLAMA_CONFORMANCE_REQUIRE_REFERENCE=1 $(PY) -m pytest -n $(JOBS) -m slow tests
+# through llama-tokenize one process at a time, and the remote tests below (about 30 minutes).
+test-slow: reference chromium openssh
+	LLAMA_CONFORMANCE_REQUIRE_REFERENCE=1 $(PY) -m pytest -n $(JOBS) --dist loadgroup -m "slow or remote" tests
+
+# run --hosts, prepare, --shard and merge against an OpenSSH server on a loopback port (throwaway
+# keys and config; tests/test_remote.py), about 4 minutes.
+test-remote: reference openssh
+	LLAMA_CONFORMANCE_REQUIRE_REFERENCE=1 $(PY) -m pytest -m remote tests
+
+# sshd for test-remote and test-slow (Debian's package; needs root; the tests start their own
+# server with their own config and keys, never the system's).
+openssh:
+	@test -x /usr/sbin/sshd || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssh-server; }
 
 # Headless Chromium renders conformance.html in test-slow (Debian's package; needs root or sudo).
 chromium:
