@@ -9,15 +9,11 @@ Tests are parametrized per vocab (sorted, names as ids, so every xdist worker
 collects identical tests) and per (add_special, parse_special) combination.
 Reports come from the plugin ``-p harness.conformance.plugin``.
 
-Several machines: use xdist's own remote workers (execnet). Clone the repo and
-run ``make reference`` on every host (no rsync: xdist deprecated it), then e.g.
-
-    .venv/bin/python -m pytest harness/conformance/suite -p harness.conformance.plugin --dist load \
-      --tx 2*popen \
-      --tx '2*ssh=ci@hostB//python=/srv/lc/.venv/bin/python//chdir=/srv/lc//env:PORT=harness'
-
-Every worker collects the same sorted ids, so the controller can hand any test
-to any host; each host's workers load the reference and each vocab once.
+Several machines: ``llama-conformance prepare --hosts ...`` then ``run --hosts a,2*b``
+(harness/remote: xdist's SSH gateways, the suite by package name, no rsync), or
+``run --shard I/N`` per CI job and ``llama-conformance merge``. Every worker collects the
+same sorted ids, so the controller can hand any vocab to any host; each host's workers
+load the reference and each vocab once.
 """
 
 from __future__ import annotations
