@@ -220,3 +220,16 @@ def test_two_shards_merged_equal_the_single_run(cluster, single):
     assert (merged / "conformance.html").stat().st_size > 10_000
     cases = [(d / "conformance-junit.xml").read_text().count("<testcase") for d in dirs]
     assert (merged / "conformance-junit.xml").read_text().count("<testcase") == sum(cases) > 0
+
+
+def test_the_budget_is_shared_by_every_worker_of_every_host(cluster):
+    """BUDGET=20s on 2 hosts of 1 worker: the fast phases get 20 s x 2 workers x 60 %, shared by
+    the 16 generated tests of two vocabs: 1.5 s each (0.75 s if each host counted alone)."""
+    rc, out, report, _ = cluster.run(cluster.controller(
+        "run", "--no-fetch", "--profile", "ci", "--seed", "1", "--vocabs", "gpt-2", "bert-bge", "--port", "harness",
+        "--budget", "20s", "--hosts", "1*hostA,1*hostB", *cluster.layout))
+    assert rc == 0, out[-3000:]
+    generated = [c for c in report["cells"] if c["check"] in ("encode", "decode")]
+    assert len(generated) == 16
+    assert min(c["seconds"] for c in generated) >= 1.45, sorted(c["seconds"] for c in generated)
+    assert {len(h["workers"]) for h in report["run"]["hosts"].values()} == {1}
