@@ -76,18 +76,22 @@ class HostsSession(DSession):
             crashitem = None  # down before it was scheduled
         self._active_nodes.discard(node)
         self._failed_nodes_count += 1
-        if self._max_worker_restart is not None and self._failed_nodes_count > self._max_worker_restart:
+        idle = not unfinished and not getattr(self.sched, "workqueue", None) \
+            and getattr(self.sched, "collection", None) is not None
+        if idle:  # down after its last test: nothing to re-run, no worker to start
+            replacement, why = None, "it had no test left"
+        elif self._max_worker_restart is not None and self._failed_nodes_count > self._max_worker_restart:
             replacement, why = None, f"the {self._max_worker_restart} worker restart(s) allowed are spent"
         else:
             replacement, why = self._replace(node)
         lost = host in self.hosts.lost
         if crashitem and not lost:
             self.handle_crashitem(crashitem, node)  # xdist's: the worker crashed, its host lives
-        self.hosts.node_down(node, host, error, unfinished, replacement)
+        self.hosts.node_down(node, host, error, unfinished, replacement, why)
         if replacement is not None:
             self.shuttingdown = False  # as xdist does: the replacement runs what was put back
             return
-        if not [n for n in self.sched.nodes if not n.shutting_down]:
+        if not idle and not [n for n in self.sched.nodes if not n.shutting_down]:
             self._not_checked(node, f"host {host} went down ({_short(error)}) and {why}")
         if not self._active_nodes:
             self.triggershutdown()
@@ -185,19 +189,21 @@ class HostsPlugin:
             self.lost[host] = why
             self.say(f"host {host} lost: {why}")
 
-    def node_down(self, node, host: str, error, unfinished: list[str], replacement) -> None:
+    def node_down(self, node, host: str, error, unfinished: list[str], replacement, why: str | None) -> None:
         event = {"worker": node.gateway.id, "host": host, "at_s": round(time.monotonic() - self.started, 1),
                  "error": _short(error), "unfinished": unfinished, "host_lost": host in self.lost,
                  "replaced_by": (f"{replacement.gateway.id} on {host_label(replacement.gateway.spec)}"
                                  if replacement is not None else None)}
         self.events.append(event)
-        where = (f"re-run on {event['replaced_by']}" if replacement is not None else "reported not checked")
-        self.say(f"{node.gateway.id} on {host} went down ({event['error']}); {len(unfinished)} unfinished "
-                 f"test(s) {where}")
+        then = (f"they run again on {event['replaced_by']}" if replacement is not None
+                else f"no new worker started: {why}")
+        self.say(f"{node.gateway.id} on {host} went down ({event['error']}) with {len(unfinished)} test(s) "
+                 f"unfinished; {then}")
 
     def not_checked(self, ids: list[str]) -> None:
         if self.events:
             self.events[-1]["not_checked"] = ids
+        self.say(f"{len(ids)} test(s) reported not checked: no worker is left to run them")
 
     def pytest_conformance_run_info(self, config, info):
         info["hosts"] = {h: {"workers": self.workers.get(h, []),
