@@ -109,7 +109,7 @@ def pytest_argv(args: argparse.Namespace) -> list[str]:
             "-n", str(args.jobs), "--dist", "loadgroup",
             # harness and reference are imported before pytest starts (fetch, build): nothing to rewrite.
             "-W", "ignore::pytest.PytestAssertRewriteWarning",
-            f"--conformance-reports={report_dir}", f"--junitxml={os.path.join(report_dir, 'conformance-junit.xml')}"]
+            f"--conformance-reports={report_dir}"]
     if args.seed is not None:
         argv.append(f"--hypothesis-seed={args.seed}")
     return argv + list(args.pytest_args)

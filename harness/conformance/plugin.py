@@ -8,9 +8,9 @@ errors, restarts) are attached to the report as ``user_properties``; xdist
 ships those to the controller, which gathers them into one
 :class:`~harness.reports.run.RunReport` (the reports room renders it): at the end a
 (vocab, flags) x check table, every port error once and every divergence, and
-``<dir>/conformance.json`` and ``<dir>/conformance.html`` (``--conformance-reports``,
-default ``reports``). JUnit XML comes from pytest's own ``--junitxml``. The JSON also
-records the run (pin, port, profile, seed, times, host) and its throughput.
+``<dir>/conformance.json``, ``conformance.html`` and ``conformance-junit.xml`` (one
+failure per cause and test; ``--conformance-reports``, default ``reports``). The JSON
+also records the run (pin, port, profile, seed, times, host) and its throughput.
 """
 
 from __future__ import annotations

@@ -1,13 +1,15 @@
-"""One check run over many inputs, keeping every distinct divergence.
+"""One check run over many inputs, keeping every cause of divergence.
 
 A :class:`Hunt` is what one conformance test does: it feeds inputs (texts, id
 lists, token ids) to a ``run`` function that compares the port with llama.cpp
 and returns a :class:`~harness.reports.finding.Finding` or ``None``. It never
-stops at the first divergence: every input of the budget runs, divergences are
-grouped by a *signature* (a stand-in for their cause, see
-``VocabUnderTest.signature``), and at the end the first input of each signature
-is shrunk to a minimal one that still shows the same signature. Up to
-:data:`CAP` distinct divergences are kept per test; more are counted as capped.
+stops at the first divergence: every input of the budget runs. Divergent inputs are
+filed under a reference-side *signature* (what llama.cpp emitted where the outputs
+part, ``VocabUnderTest.signature``); at the end each group becomes its causes
+(:mod:`harness.engine.causes`): its example shrunk and diagnosed by the catalogue of
+rule variants, every divergent case given to the cause that explains it, and hidden
+causes behind one signature found. Up to :data:`CAP` signatures are kept per test;
+more are counted as capped.
 
 Outcomes are counted apart, never as passes:
 
@@ -33,6 +35,7 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Callable
 
+from harness.engine.causes import Group, settle
 from harness.engine.replay import jsonable, save_replay
 from harness.errors import PortError, PortRequestError, PortUnsupported, root_cause
 
@@ -97,16 +100,18 @@ class Hunt:
 
     ``signature(finding)`` groups findings (default: one group per input, every
     divergent input reported); ``shrink(input, keeps)`` minimises an input;
-    ``detail(finding)`` adds what only the final findings need (token spans).
+    ``diagnosis`` (a :class:`~harness.engine.causes.Diagnoser`) names each group's causes
+    and finds the hidden ones (:mod:`harness.engine.causes`); ``detail(finding)`` adds
+    what only the final findings need (token spans).
     """
 
     def __init__(self, check: str, flags: str, run: Callable[[Any], Any], *, vocab: str,
                  signature: Callable | None = None, shrink: Callable | None = None,
-                 detail: Callable | None = None, replay_key: str | None = None):
+                 detail: Callable | None = None, replay_key: str | None = None, diagnosis=None):
         self.run, self.signature, self.shrink, self.detail = run, signature, shrink, detail
+        self.diagnosis = diagnosis
         self.tally = Tally(vocab, check, flags)
-        self.first: dict[Any, Any] = {}     # signature -> (first input showing it, its finding)
-        self.counts: dict[Any, int] = {}    # signature -> divergent cases
+        self.groups: dict[Any, Group] = {}  # signature -> its divergent inputs (first, count, sample)
         self.down = False
         self.replay_key = replay_key
         self._errors: dict[str, dict] = {}
@@ -159,14 +164,13 @@ class Hunt:
 
     def _divergent(self, x, found) -> None:
         self.tally.divergent += 1
-        sig = self.signature(found) if self.signature else len(self.first)
-        self.counts[sig] = self.counts.get(sig, 0) + 1
-        if sig in self.first:
-            return
-        if len(self.first) >= CAP:
-            self.tally.capped += 1
-            return
-        self.first[sig] = (x, found)
+        sig = self.signature(found) if self.signature else len(self.groups)
+        if sig not in self.groups:
+            if len(self.groups) >= CAP:
+                self.tally.capped += 1
+                return
+            self.groups[sig] = Group(sig)
+        self.groups[sig].add(x, found)
 
     def _port_error(self, e: PortError, fatal: bool) -> None:
         self.tally.port_error_cases += 1
@@ -193,14 +197,14 @@ class Hunt:
 
     def _settle(self) -> Tally:
         shrunk = []
-        for sig, (x, found) in self.first.items():
-            if self.shrink is not None and not self.down:
-                x = self.shrink(x, self._keeps(sig))
-                found = self._rerun(x) or found
-            shrunk.append(jsonable(x))
-            found = replace(found, cases=self.counts[sig],
-                            signature=sig[1:] if isinstance(sig, tuple) else ())
-            self.tally.findings.append(self._detail(found))
+        for sig, group in self.groups.items():
+            up = not self.down
+            signature = self.signature or (lambda f, sig=sig: sig)
+            for cause in settle(group, self._rerun, self.shrink if up else None, signature,
+                                self.diagnosis if up and self.signature else None):
+                shrunk.append(jsonable(cause.input))
+                found = replace(cause.stamped(), signature=sig if isinstance(sig, tuple) else ())
+                self.tally.findings.append(self._detail(found))
         self.tally.port_errors = list(self._errors.values())
         self.tally.seconds = time.perf_counter() - self._started
         if self.replay_key:
@@ -220,10 +224,3 @@ class Hunt:
             return self.run(x)
         except PortError:
             return None
-
-    def _keeps(self, sig) -> Callable[[Any], bool]:
-        """Predicate for the shrinker: ``x`` still diverges with signature ``sig``."""
-        def keeps(x) -> bool:
-            found = self._rerun(x)
-            return found is not None and (self.signature is None or self.signature(found) == sig)
-        return keeps

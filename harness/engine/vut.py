@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.engine import signature as sig
-from harness.errors import PortError, PortRequestError, PortUnsupported
+from harness.errors import HarnessError, PortError, PortRequestError, PortUnsupported
 from harness.inputs.strategies import VocabTexts
 from harness.inputs.vocabtexts import vocab_texts
 from harness.ports import Port
@@ -76,6 +76,49 @@ class VocabUnderTest:
             return "out-of-range"
         types = self.token_types
         return sig.TOKEN_KINDS.get(int(types[id]), "undefined") if types is not None else "normal"
+
+    # --- diagnosis: the catalogue of rule variants (harness.diagnosis) ----------------------
+    @cached_property
+    def harness_tokenizer(self):
+        """The harness tokenizer for this vocab, which the catalogue's variants change."""
+        from harness.tokenizer import Tokenizer
+        return Tokenizer.from_gguf(self.path)
+
+    @staticmethod
+    def case_of(f: Finding):
+        """A finding as the catalogue's :class:`harness.diagnosis.Case`."""
+        from harness.diagnosis import Case
+        d = f.divergence
+        if f.check == "decode":
+            return Case("decode", tuple(f.decoded_ids), (bool(f.remove_special), bool(f.unparse_special)),
+                        bytes(d.port_ids))
+        if f.check == "piece":
+            return Case("piece", tuple(f.decoded_ids), (bool(f.unparse_special), False), bytes(d.port_ids))
+        return Case(f.check, f.text, (f.add_special, f.parse_special), tuple(d.port_ids))
+
+    def diagnose(self, findings: list[Finding]) -> tuple:
+        """``(name, title, rule)`` of every catalogue variant that reproduces the port's exact
+        output on all ``findings``, most specific first (see :mod:`harness.engine.causes`)."""
+        from harness.diagnosis import explain
+        cases = [self.case_of(f) for f in findings]
+        return tuple((v.name, v.title(cases), v.rule) for v in explain(self.harness_tokenizer, cases))
+
+    def explains(self, names: tuple[str, ...], f: Finding) -> bool:
+        """Whether one of the named variants reproduces the port's output on ``f`` (a variant
+        the harness tokenizer refuses to run on it, as llama.cpp would, does not)."""
+        from harness.diagnosis import CATALOGUE
+        tok, case = self.harness_tokenizer, self.case_of(f)
+        want = case.port_output
+        for v in CATALOGUE:
+            if v.name not in names or not v.applies(tok):
+                continue
+            try:
+                out = v.output(tok, case)
+            except HarnessError:
+                continue
+            if (bytes(out) if isinstance(want, bytes) else tuple(out)) == want:
+                return True
+        return False
 
     @property
     def port(self) -> Port:
@@ -159,30 +202,48 @@ class VocabUnderTest:
         return 0
 
     def signature(self, f: Finding) -> tuple:
-        """A stand-in for a divergence's cause, to tell distinct bugs apart.
+        """What llama.cpp emitted where the outputs part, and the port's edit there:
+        ``(family, edit, what)`` (:mod:`harness.engine.signature`), from the reference side
+        only, so one bug does not split by whatever the port or the text put next to it.
 
-        encode, golden, known, crosscheck: the class (llama.cpp's flags: letter, digit,
-        space, newline, punct, symbol, mark, control, unassigned; ``/non-ascii`` marked)
-        of the character where the streams part, or ``special`` where a special token's
-        text starts there under parse_special. decode: the kind of token (normal,
-        control, byte, ...) whose output holds the first divergent byte, and the edit
-        there (``drops space``, ``adds letter``, ``replaces invalid-utf8 with symbol``).
-        piece: the kind of token. Cases with one signature count as one cause: the
-        first is shrunk and reported, the rest are counted.
+        encode, golden, known, crosscheck: the reference token at the first divergent
+        index: ``added special`` (what add_special put around the text), ``special``,
+        ``byte token``, ``unknown token``, else its piece's kind (``leading space``,
+        ``whitespace``, ``newline``, the class of its first character); where the port adds
+        tokens, the position. decode: the kind of token whose output holds the first
+        divergent byte, or the class of that byte's character (``invalid-utf8`` ...).
+        piece: the kind of token.
         """
-        d = f.divergence
-        if f.check in ("decode", "piece"):
+        d, family = f.divergence, sig.FAMILY[f.check]
+        if f.check == "piece":
+            return (family, "replaces", f"{self.token_kind(f.decoded_ids[0])} token")
+        if f.check == "decode":
+            ref, port = bytes(d.reference_ids), bytes(d.port_ids)
+            edit = sig.byte_edit(ref, port, d.index)
+            if d.index >= len(ref):
+                return (family, edit, "end")
             kind = self.token_kind(self._token_at(f.decoded_ids, d.index, bool(f.unparse_special)))
-            if f.check == "piece":
-                return (f.check, kind)
-            return (f.check, kind, sig.edit(bytes(d.reference_ids), bytes(d.port_ids), d.index))
-        data = f.text.encode("utf-8", "surrogatepass")
-        at = data[d.byte_offset:]
-        if f.parse_special and any(at.startswith(s.encode("utf-8", "surrogatepass"))
-                                   for s in self.texts.specials if s):
-            return (f.check, "special")
-        ascii_ = d.byte_offset >= len(data) or data[d.byte_offset] < 0x80
-        return (f.check, sig.class_at(data, d.byte_offset) + ("" if ascii_ else "/non-ascii"))
+            return (family, edit, sig.class_at(ref, d.index) if kind == "normal" else f"{kind} token")
+        ref, i = d.reference_ids, d.index
+        edit = sig.token_edit(ref, d.port_ids, i)
+        if edit == "adds":
+            return (family, edit, "start" if i == 0 else "end" if i >= len(ref) else "inside")
+        return (family, edit, self._emitted(f, i))
+
+    def _emitted(self, f: Finding, i: int) -> str:
+        """The kind of llama.cpp's token ``i`` of ``f`` (see :meth:`signature`)."""
+        ref = f.divergence.reference_ids
+        if f.add_special:
+            head = self._added_head(f.text, True, f.parse_special, ref)
+            body = self.reference.encode(f.text, add_special=False, parse_special=f.parse_special)
+            if i < head or i >= head + len(body):
+                return "added special"
+        kind = self.token_kind(ref[i])
+        if kind in ("control", "user_defined"):
+            return "special"
+        if kind in ("byte", "unknown"):
+            return f"{kind} token"
+        return sig.piece_kind(self.reference.token_to_piece(ref[i], special=True))
 
     def _token_at(self, ids, byte_index: int, special: bool) -> int:
         """The id whose piece covers ``byte_index`` of the concatenated pieces (last id past the end)."""

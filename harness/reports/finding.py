@@ -20,7 +20,9 @@ Its JSON (:meth:`Finding.to_json`) is one entry of ``conformance.json``'s
      "pieces": {"<id>": "<hex of llama.cpp's piece>"},
      "port_pieces": {"<id>": "<hex of the port's own piece>"},
      "spans": [[[start, end], ...], [[start, end], ...]], # text bytes per id, both sides
-     "signature": [str], "cases": int,                   # its cause, and cases sharing it
+     "signature": [str], "cases": int,                   # reference-side signature; cases of its cause
+     "diagnosis": [str], "title": str, "rule": str,      # variants reproducing it; its cause's title, rule
+     "cause": str,                                       # its cause's id (conformance.json's causes)
      "repro": str}           # one-line command printing the same diff
 
 >>> Finding("encode", "v", None, True, False, "x", Divergence(0, 0, True, (1,), (2,))).flags
@@ -65,6 +67,22 @@ class Finding:
     cases: int = 1
     signature: tuple = ()
     spans: tuple = ()  # ((start, end) per reference id, (start, end) per port id): text bytes
+    diagnosis: tuple[str, ...] = ()  # catalogue variants that reproduce the port's output exactly
+    title: str = ""  # the cause's title: the first variant's, naming the rule the port breaks
+    rule: str = ""   # what llama.cpp does instead, and where, at the pin
+
+    @property
+    def cause_key(self) -> tuple:
+        """What makes two findings one cause: the first catalogue variant that explains
+        them, else their reference-side signature (``("unexplained", family, edit, what)``).
+
+        >>> Finding("decode", "v", None, False, False, "", Divergence(0, 0, True, (1,), (2,)),
+        ...         diagnosis=("decode_lossy_utf8",)).cause_key
+        ('diagnosis', 'decode_lossy_utf8')
+        """
+        if self.diagnosis:
+            return ("diagnosis", self.diagnosis[0])
+        return ("unexplained", *self.signature)
 
     @property
     def flags(self) -> str:
@@ -98,6 +116,7 @@ class Finding:
                "index": d.index, "byte_offset": d.byte_offset,
                "byte_offset_exact": d.offset_exact, "cases": self.cases,
                "signature": list(self.signature), "spans": [list(map(list, side)) for side in self.spans],
+               "diagnosis": list(self.diagnosis), "title": self.title, "rule": self.rule,
                "pieces": {str(k): v.hex() for k, v in self.pieces.items()},
                "port_pieces": {str(k): v.hex() for k, v in self.port_pieces.items()},
                "repro": self.repro}
@@ -130,6 +149,7 @@ class Finding:
                    obj["parse_special"], obj["text"], div, obj["port"], pieces, decoded,
                    obj.get("remove_special"), obj.get("unparse_special"), own, obj.get("cases", 1),
                    tuple(obj.get("signature", ())),
-                   tuple(tuple(tuple(span) for span in side) for side in obj.get("spans", ())))
+                   tuple(tuple(tuple(span) for span in side) for side in obj.get("spans", ())),
+                   tuple(obj.get("diagnosis", ())), obj.get("title", ""), obj.get("rule", ""))
 
 

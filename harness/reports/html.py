@@ -4,9 +4,11 @@
 - a vocab x (check, flags) grid coloured by outcome (pass, divergence, port error,
   unsupported, partial, not checked), each cell linking to its findings;
 - port errors, each root cause once;
-- findings grouped by cause (check and signature), each with the text drawn twice as
-  token spans, llama.cpp's segmentation above the port's, on the text's own characters,
-  the first divergent token marked; the i-2..i+5 window; the repro command with a copy button.
+- one section per cause (harness.reports.causes): its title, diagnosis, rule, where it
+  shows and its cases, its smallest example, its other findings folded under it; each
+  finding with the text drawn twice as token spans, llama.cpp's segmentation above the
+  port's, on the text's own characters, the first divergent token marked; the i-2..i+5
+  window; the repro command with a copy button.
 
 No network, no external scripts or fonts.
 
@@ -17,7 +19,6 @@ True
 from __future__ import annotations
 
 import html
-from collections import defaultdict
 from typing import Mapping
 
 from harness.reports.cells import CHECK_COLUMNS, FLAG_ROWS, LEGEND, cell_text
@@ -38,7 +39,8 @@ tr.div td{background:#fdd;font-weight:bold}tr.after td{color:#888}
 .tok{border:1px solid #999;border-radius:3px;padding:1px 0;margin:0 1px}
 .t0{background:#e6f0ff}.t1{background:#fff2d9}.first{background:#f66!important;color:#fff}
 .empty{color:#777;font-size:11px}.tok{white-space:pre}.lab{display:inline-block;width:6em;color:#555;font-size:12px}
-.finding{border-left:4px solid #c33;padding:.2em 1em;margin:1em 0}.group{margin-top:2em}
+.finding{border-left:4px solid #c33;padding:.2em 1em;margin:1em 0}.cause{margin-top:2em;border-top:2px solid #c33}
+details{margin:.5em 0}summary{cursor:pointer;color:#555}
 code.repro{background:#f4f4f4;padding:2px 4px}pre{background:#f8f8f8;padding:.5em;white-space:pre-wrap}
 .legend span{padding:1px 6px;margin-right:4px;border:1px solid #bbb}"""
 
@@ -147,14 +149,22 @@ def _finding(f: Finding) -> str:
             f"<button onclick='copyRepro(this)'>copy</button></p></div>")
 
 
-def _groups(findings: list[Finding]) -> str:
-    groups: dict[tuple, list[Finding]] = defaultdict(list)
-    for f in findings:
-        groups[(f.check,) + tuple(f.signature)].append(f)
+def _causes(causes: list, findings: list[Finding]) -> str:
+    """One section per cause: its title, diagnosis, rule, where it shows and its cases, its
+    minimal example drawn, and its other findings folded under it."""
     out = []
-    for key, fs in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
-        out.append(f"<div class='group'><h3>{e(' / '.join(map(str, key)))} &middot; {len(fs)} finding(s) in "
-                   f"{len({(f.vocab, f.flags) for f in fs})} cell(s)</h3>{''.join(map(_finding, fs))}</div>")
+    for c in causes:
+        ex, others = c["findings"][0], c["findings"][1:]  # the minimal example comes first
+        cells = c["cells"]
+        where = (f"{len({x['vocab'] for x in cells})} vocab(s) &times; {len({x['check'] for x in cells})} "
+                 f"check(s) &times; {len({x['flags'] for x in cells})} flag combination(s): {len(cells)} cell(s)")
+        folded = (f"<details><summary>{len(others)} more finding(s) of this cause</summary>"
+                  f"{''.join(_finding(findings[k]) for k in others)}</details>") if others else ""
+        out.append(f"<div class='cause' id='cause-{e(c['id'])}'><h3>{e(c['id'])} &middot; {e(c['title'])}</h3>"
+                   f"<p>diagnosis: <b>{e(c['diagnosis'] or 'none (no catalogue variant reproduces it)')}</b>"
+                   + (f"<br>rule: {e(c['rule'])}" if c.get("rule") else "")
+                   + f"<br>shows in {where} &middot; <b>{c['cases']}</b> divergent case(s)</p>"
+                   f"<p>the smallest example:</p>{_finding(findings[ex])}{folded}</div>")
     return "".join(out)
 
 
@@ -164,15 +174,15 @@ def html_page(report: Mapping, findings: list[Finding]) -> str:
     first = {p["vocab"]: k for k, p in reversed(list(enumerate(errs)))}  # each vocab's first gets the anchor
     errors = "".join(_port_error(p, anchored=first[p["vocab"]] == k) for k, p in enumerate(errs))
     totals = report.get("totals", {})
-    status = (f"{totals.get('divergences', 0)} distinct divergence(s), {totals.get('port_errors', 0)} port "
-              f"error(s), {totals.get('unsupported_cases', 0)} unsupported case(s), "
-              f"{totals.get('not_checked_cases', 0)} not checked")
+    status = (f"{totals.get('causes', 0)} cause(s) in {totals.get('divergent_cases', 0)} divergent case(s), "
+              f"{totals.get('port_errors', 0)} port error(s), {totals.get('unsupported_cases', 0)} unsupported "
+              f"case(s), {totals.get('not_checked_cases', 0)} not checked")
     return (f"<!doctype html><html lang='en'><meta charset='utf-8'><title>llama.cpp tokenizer conformance"
             f"</title><style>{_CSS}</style><script>{_JS}</script>"
             f"<h1>llama.cpp tokenizer conformance</h1><p><b>{e(status)}</b></p>"
             f"{_header(report.get('run', {}), totals)}<h2>Cells</h2>{_grid(report.get('cells', []))}"
             + (f"<h2>Port errors</h2>{errors}" if errors else "")
-            + (f"<h2>Findings, grouped by cause</h2>{_groups(findings)}" if findings else "")
+            + (f"<h2>Causes</h2>{_causes(report.get('causes', []), findings)}" if findings else "")
             + "</html>")
 
 

@@ -2,18 +2,26 @@
 
 Each test's tally arrives as the JSON its worker shipped (``counts``, ``findings``,
 ``port_errors``, ``restarts``); :class:`RunReport` gathers them (one root port error
-counted once per vocab, whatever tests and cases it hit) and renders the run: the
-terminal summary (:meth:`RunReport.summary`), ``conformance.json`` (:meth:`RunReport.to_json`,
-schema below) and ``conformance.html`` (:mod:`harness.reports.html`), written by
-:meth:`RunReport.write`.
+counted once per vocab, whatever tests and cases it hit) and renders the run, causes
+first (:mod:`harness.reports.causes`): the terminal summary (:meth:`RunReport.summary`),
+``conformance.json`` (:meth:`RunReport.to_json`, schema below), ``conformance.html``
+(:mod:`harness.reports.html`) and ``conformance-junit.xml`` (:mod:`harness.reports.junit`),
+written by :meth:`RunReport.write`.
 
-JSON schema of ``conformance.json`` (version 2)::
+JSON schema of ``conformance.json`` (version 3)::
 
-    {"schema": 2,
+    {"schema": 3,
      "run": {"pin", "port", "profile", "known_examples", "hypothesis_seed", "vocabs",
              "started", "wall_s", "host"},
-     "totals": {"cases", "divergences", "divergent_cases", "port_errors", "unsupported_cases",
+     "totals": {"cases", "causes", "divergences", "divergent_cases", "port_errors", "unsupported_cases",
                 "not_checked_cases", "restarts", "cells_by_outcome": {outcome: int}},
+     "causes": [                 # the unit of the report: one per bug (harness/reports/causes.py)
+        {"id": "C1", "title": str,                # the rule the port breaks, or "unexplained: ..."
+         "diagnosis": str|null,                   # the catalogue variant that explains it
+         "rule": str|null,                        # what llama.cpp does instead, and where, at the pin
+         "example": {...},                        # its minimal finding (as in "divergences")
+         "findings": [int],                       # indices into "divergences"
+         "cells": [{"vocab", "check", "flags"}], "cases": int}],
      "cells": [                  # one per vocab, check and flag combination
         {"vocab": str, "check": str, "flags": "plain"|"parse"|"add"|"add_parse",
          "cases": int,           # comparisons made with both answers in hand
@@ -23,7 +31,7 @@ JSON schema of ``conformance.json`` (version 2)::
          "not_checked": int, "capped": int, "restarts": int, "seconds": float,
          "unsupported_reason": str,
          "outcome": "pass"|"divergence"|"port error"|"unsupported"|"partial"|"not checked"}],
-     "divergences": [...],       # one per distinct divergence, shrunk: Finding.to_json
+     "divergences": [...],       # one per finding, shrunk: Finding.to_json, with its "cause" id
      "port_errors": [{"vocab": str, "check": str, "flags": str,   # the first cell it hit
                       "message": str, "stderr": str, "cases": int,
                       "fatal": bool, "tests": [str]}],       # one per root cause
@@ -46,11 +54,12 @@ import time
 from pathlib import Path
 
 from harness.errors import root_cause
+from harness.reports.causes import Cause, group_causes
 from harness.reports.cells import LEGEND, merge_cells, summary_table
 from harness.reports.finding import Finding
-from harness.reports.render import text_block
+from harness.reports.render import finding_line, text_block
 
-SCHEMA = 2
+SCHEMA = 3
 
 
 class RunReport:
@@ -58,6 +67,8 @@ class RunReport:
 
     def __init__(self):
         self.findings: list[Finding] = []
+        self.finding_tests: list[str] = []  # the test each finding came from (node id)
+        self.tests: list[tuple[str, dict]] = []  # (node id, counts) of every test tally
         self.cells: list[dict] = []
         self.port_errors: dict[tuple[str, str], dict] = {}
         self.restarts: list[dict] = []
@@ -68,7 +79,9 @@ class RunReport:
         """One test's tally, as its worker shipped it."""
         counts = data["counts"]
         self.cells.append(counts)
+        self.tests.append((data["test"], counts))
         self.findings += [Finding.from_json(f) for f in data["findings"]]
+        self.finding_tests += [data["test"]] * len(data["findings"])
         for err in data["port_errors"]:
             # One root cause counts once per vocab, however many tests and cases it hit.
             key = (counts["vocab"], root_cause(err["message"]))
@@ -82,6 +95,10 @@ class RunReport:
         w["cases"] += counts.get("cases", 0)
         w["seconds"] += counts.get("seconds", 0.0)
 
+    def causes(self) -> list[Cause]:
+        """The run's causes (harness.reports.causes), most divergent cases first."""
+        return group_causes(self.findings)
+
     def totals(self) -> dict:
         """Run-wide counts, each outcome apart."""
         merged = merge_cells(self.cells).values()
@@ -89,6 +106,7 @@ class RunReport:
         for c in merged:
             outcomes[c["outcome"]] = outcomes.get(c["outcome"], 0) + 1
         return {"cases": sum(c.get("cases", 0) for c in self.cells),
+                "causes": len(self.causes()),
                 "divergences": len(self.findings),
                 "divergent_cases": sum(c.get("divergent", 0) for c in self.cells),
                 "port_errors": len(self.port_errors),
@@ -108,18 +126,34 @@ class RunReport:
                             for k, v in sorted(self.workers.items())}}
 
     def summary(self, report_dir: str) -> list[tuple[str | None, str]]:
-        """The terminal summary as (section title or None, text) pairs, in order."""
-        out: list[tuple[str | None, str]] = [("conformance: (vocab, flags) x check", LEGEND),
-                                             (None, summary_table(self.cells))]
+        """The terminal summary as (section title or None, text) pairs, in order: the causes
+        first (each with its minimal example, where it shows and its cases), then the table,
+        port errors and restarts, the totals and the throughput."""
+        causes, t = self.causes(), self.totals()
+        out: list[tuple[str | None, str]] = []
+        if causes:
+            out.append((f"conformance: {len(causes)} cause(s) in {t['divergent_cases']} divergent case(s)",
+                        "each cause: what the port gets wrong, its smallest example, where it shows"))
+        for c in causes:
+            others = [k for k in c.findings if k != c.example]
+            body = [f"{c.title}", f"  diagnosis: {c.diagnosis or 'none: no catalogue variant reproduces it'}"]
+            body += [f"  rule: {c.rule}"] * bool(c.rule)
+            body += [f"  shows in: {c.where()}", f"  cases: {c.cases} divergent case(s), "
+                     f"{len(c.findings)} finding(s); the smallest:", text_block(self.findings[c.example])]
+            if others:
+                body += [f"  {len(others)} more finding(s) of this cause:"]
+                body += [f"    {finding_line(self.findings[k])}" for k in others[:12]]
+                body += [f"    ... and {len(others) - 12} more in conformance.json"] * (len(others) > 12)
+            out.append((f"-{c.id}: {c.title}", "\n".join(body)))
+        out += [("conformance: (vocab, flags) x check", LEGEND), (None, summary_table(self.cells))]
         for err in self.port_errors.values():
             out.append((f"-port error: {err['vocab']} ({err['cases']} case(s), {len(err['tests'])} test(s))",
                         err["message"]))
         out += [(None, f"port restarted: {r['vocab']} before {r['test']}: {r['note']}") for r in self.restarts]
-        out += [(None, "\n" + text_block(f)) for f in self.findings]
-        t = self.totals()
-        out.append((None, f"\n{t['divergences']} distinct divergence(s) in {t['divergent_cases']} divergent "
-                          f"case(s), {t['port_errors']} port error(s), {t['unsupported_cases']} unsupported "
-                          f"case(s), {t['not_checked_cases']} case(s) not checked, {t['restarts']} restart(s); "
+        out.append((None, f"\n{t['causes']} cause(s) in {t['divergent_cases']} divergent case(s) "
+                          f"({t['divergences']} finding(s)), {t['port_errors']} port error(s), "
+                          f"{t['unsupported_cases']} unsupported case(s), {t['not_checked_cases']} case(s) "
+                          f"not checked, {t['restarts']} restart(s); "
                           f"cells: {', '.join(f'{v} {k}' for k, v in sorted(t['cells_by_outcome'].items()))}; "
                           f"reports in {report_dir}/"))
         tp = self.throughput()
@@ -136,18 +170,24 @@ class RunReport:
             cur = vocabs.setdefault(c["vocab"], {}).setdefault(c["check"], {})
             for k in ("cases", "divergences", "divergent", "port_errors", "unsupported", "not_checked"):
                 cur[k] = cur.get(k, 0) + c.get(k, 0)
+        causes = self.causes()
+        cause_of = {k: c.id for c in causes for k in c.findings}
         return {"schema": SCHEMA, "run": run_info, "totals": self.totals(),
-                "divergences": [f.to_json() for f in self.findings],
+                "causes": [c.to_json(self.findings) for c in causes],
+                "divergences": [f.to_json() | {"cause": cause_of[k]} for k, f in enumerate(self.findings)],
                 "port_errors": list(self.port_errors.values()), "restarts": self.restarts,
                 "cells": sorted(merged, key=lambda c: (c["vocab"], c["check"], c["flags"])),
                 "vocabs": vocabs, "throughput": self.throughput()}
 
     def write(self, out: Path, run_info: dict) -> dict:
-        """Write ``conformance.json`` and ``conformance.html`` into ``out``; returns the JSON object."""
+        """Write ``conformance.json``, ``conformance.html`` and ``conformance-junit.xml`` into
+        ``out``; returns the JSON object."""
         from harness.reports.html import html_page
+        from harness.reports.junit import junit_xml
         out.mkdir(parents=True, exist_ok=True)
         data = self.to_json(run_info)
         (out / "conformance.json").write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n",
                                               encoding="utf-8")
         (out / "conformance.html").write_text(html_page(data, self.findings), encoding="utf-8")
+        (out / "conformance-junit.xml").write_text(junit_xml(self), encoding="utf-8")
         return data
