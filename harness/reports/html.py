@@ -21,6 +21,7 @@ from __future__ import annotations
 import html
 from typing import Mapping
 
+from harness.reports.causes import group_causes
 from harness.reports.cells import CHECK_COLUMNS, FLAG_ROWS, LEGEND, cell_text
 from harness.reports.escape import py_literal, render_token
 from harness.reports.finding import BYTE_CHECKS, Finding
@@ -149,22 +150,20 @@ def _finding(f: Finding) -> str:
             f"<button onclick='copyRepro(this)'>copy</button></p></div>")
 
 
-def _causes(causes: list, findings: list[Finding]) -> str:
-    """One section per cause: its title, diagnosis, rule, where it shows and its cases, its
-    minimal example drawn, and its other findings folded under it."""
+def _causes(findings: list[Finding]) -> str:
+    """One section per cause (:func:`harness.reports.causes.group_causes`): its title,
+    diagnosis, rule, where it shows and its cases, its minimal example drawn, and its other
+    findings folded under it."""
     out = []
-    for c in causes:
-        ex, others = c["findings"][0], c["findings"][1:]  # the minimal example comes first
-        cells = c["cells"]
-        where = (f"{len({x['vocab'] for x in cells})} vocab(s) &times; {len({x['check'] for x in cells})} "
-                 f"check(s) &times; {len({x['flags'] for x in cells})} flag combination(s): {len(cells)} cell(s)")
+    for c in group_causes(findings):
+        others = [k for k in c.findings if k != c.example]
         folded = (f"<details><summary>{len(others)} more finding(s) of this cause</summary>"
                   f"{''.join(_finding(findings[k]) for k in others)}</details>") if others else ""
-        out.append(f"<div class='cause' id='cause-{e(c['id'])}'><h3>{e(c['id'])} &middot; {e(c['title'])}</h3>"
-                   f"<p>diagnosis: <b>{e(c['diagnosis'] or 'none (no catalogue variant reproduces it)')}</b>"
-                   + (f"<br>rule: {e(c['rule'])}" if c.get("rule") else "")
-                   + f"<br>shows in {where} &middot; <b>{c['cases']}</b> divergent case(s)</p>"
-                   f"<p>the smallest example:</p>{_finding(findings[ex])}{folded}</div>")
+        out.append(f"<div class='cause' id='cause-{e(c.id)}'><h3>{e(c.id)} &middot; {e(c.title)}</h3>"
+                   f"<p>diagnosis: <b>{e(c.diagnosis or 'none (no catalogue variant reproduces it)')}</b>"
+                   + (f"<br>rule: {e(c.rule)}" if c.rule else "")
+                   + f"<br>shows in {e(c.where())} &middot; <b>{c.cases}</b> divergent case(s)</p>"
+                   f"<p>the smallest example:</p>{_finding(findings[c.example])}{folded}</div>")
     return "".join(out)
 
 
@@ -182,7 +181,7 @@ def html_page(report: Mapping, findings: list[Finding]) -> str:
             f"<h1>llama.cpp tokenizer conformance</h1><p><b>{e(status)}</b></p>"
             f"{_header(report.get('run', {}), totals)}<h2>Cells</h2>{_grid(report.get('cells', []))}"
             + (f"<h2>Port errors</h2>{errors}" if errors else "")
-            + (f"<h2>Causes</h2>{_causes(report.get('causes', []), findings)}" if findings else "")
+            + (f"<h2>Causes</h2>{_causes(findings)}" if findings else "")
             + "</html>")
 
 
