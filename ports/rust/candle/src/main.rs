@@ -63,30 +63,51 @@ fn unhex(s: &str) -> Result<Vec<u8>, String> {
 }
 
 fn ids_of(req: &Value) -> Result<Vec<u32>, String> {
-    let list = req.get("ids").and_then(Value::as_array).ok_or("'ids' must be a list of integers")?;
+    let list = req
+        .get("ids")
+        .and_then(Value::as_array)
+        .ok_or("'ids' must be a list of integers")?;
     list.iter()
-        .map(|v| v.as_u64().and_then(|n| u32::try_from(n).ok()).ok_or(format!("bad id {v}")))
+        .map(|v| {
+            v.as_u64()
+                .and_then(|n| u32::try_from(n).ok())
+                .ok_or(format!("bad id {v}"))
+        })
         .collect()
 }
 
 fn encode(t: &Loaded, req: &Value) -> Answer {
     let text = match (req.get("text"), req.get("text_hex")) {
         (Some(Value::String(s)), None) => s.clone(),
-        (None, Some(Value::String(h))) => String::from_utf8(unhex(h)?)
-            .map_err(|_| "unsupported: tokenizers encodes &str, so invalid UTF-8 cannot be expressed".to_string())?,
-        _ => return Err("encode needs exactly one of 'text' (a string) or 'text_hex' (hex bytes)".into()),
+        (None, Some(Value::String(h))) => String::from_utf8(unhex(h)?).map_err(|_| {
+            "unsupported: tokenizers encodes &str, so invalid UTF-8 cannot be expressed".to_string()
+        })?,
+        _ => {
+            return Err(
+                "encode needs exactly one of 'text' (a string) or 'text_hex' (hex bytes)".into(),
+            )
+        }
     };
-    let tok = if flag(req, "parse_special")? { &t.parsing } else { &t.literal };
+    let tok = if flag(req, "parse_special")? {
+        &t.parsing
+    } else {
+        &t.literal
+    };
     // add_special_tokens runs the post-processor candle built from
     // tokenizer.ggml.add_bos_token / add_eos_token.
-    let enc = tok.encode(text, flag(req, "add_special")?).map_err(|e| e.to_string())?;
+    let enc = tok
+        .encode(text, flag(req, "add_special")?)
+        .map_err(|e| e.to_string())?;
     Ok(json!({ "ids": enc.get_ids() }))
 }
 
 /// `decode(ids, skip_special_tokens)` returns a String, built lossily: bytes
 /// that are not UTF-8 come back as U+FFFD, and we pass that on as it is.
 fn decode_bytes(t: &Loaded, ids: &[u32], skip_special_tokens: bool) -> Answer {
-    let text = t.parsing.decode(ids, skip_special_tokens).map_err(|e| e.to_string())?;
+    let text = t
+        .parsing
+        .decode(ids, skip_special_tokens)
+        .map_err(|e| e.to_string())?;
     Ok(json!({ "bytes_hex": hex(text.as_bytes()) }))
 }
 
@@ -97,12 +118,18 @@ fn decode(t: &Loaded, req: &Value) -> Answer {
     match (flag(req, "remove_special")?, flag(req, "unparse_special")?) {
         (false, true) => decode_bytes(t, &ids_of(req)?, false),
         (_, false) => decode_bytes(t, &ids_of(req)?, true),
-        (true, true) => Err("unsupported: tokenizers cannot drop BOS/EOS while rendering other special tokens".into()),
+        (true, true) => Err(
+            "unsupported: tokenizers cannot drop BOS/EOS while rendering other special tokens"
+                .into(),
+        ),
     }
 }
 
 fn piece(t: &Loaded, req: &Value) -> Answer {
-    let id = req.get("id").and_then(Value::as_u64).and_then(|n| u32::try_from(n).ok())
+    let id = req
+        .get("id")
+        .and_then(Value::as_u64)
+        .and_then(|n| u32::try_from(n).ok())
         .ok_or("piece needs an integer 'id'")?;
     // One token decoded alone, as a streaming loop does; id_to_token would
     // give the byte-level vocab entry ("Ġhello"), not its bytes.
@@ -117,7 +144,10 @@ struct Port {
 
 impl Port {
     fn dispatch(&self, req: &Value) -> Answer {
-        let t = self.tok.as_ref().map_err(|why| format!("unsupported: {LIBRARY} cannot load this vocab: {why}"))?;
+        let t = self
+            .tok
+            .as_ref()
+            .map_err(|why| format!("unsupported: {LIBRARY} cannot load this vocab: {why}"))?;
         match req.get("op").and_then(Value::as_str) {
             Some("info") => Ok(json!({
                 "n_vocab": t.parsing.get_vocab_size(true), "batch": true, "unsupported": [],
@@ -126,7 +156,9 @@ impl Port {
             Some("encode") => encode(t, req),
             Some("decode") => decode(t, req),
             Some("piece") => piece(t, req),
-            other => Err(format!("unknown op {other:?}; expected one of: batch, decode, encode, info, piece")),
+            other => Err(format!(
+                "unknown op {other:?}; expected one of: batch, decode, encode, info, piece"
+            )),
         }
     }
 
@@ -136,7 +168,9 @@ impl Port {
             Ok(Ok(v)) => v,
             Ok(Err(e)) => json!({ "error": e }),
             Err(p) => {
-                let msg = p.downcast_ref::<String>().cloned()
+                let msg = p
+                    .downcast_ref::<String>()
+                    .cloned()
                     .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
                     .unwrap_or_default();
                 json!({ "error": format!("panicked: {msg}") })
@@ -160,7 +194,9 @@ impl Port {
             return self.answer(&req);
         }
         match req.get("requests").and_then(Value::as_array) {
-            Some(reqs) => json!({ "responses": reqs.iter().map(|r| self.answer(r)).collect::<Vec<_>>() }),
+            Some(reqs) => {
+                json!({ "responses": reqs.iter().map(|r| self.answer(r)).collect::<Vec<_>>() })
+            }
             None => json!({ "error": "'requests' must be a list of requests" }),
         }
     }

@@ -20,7 +20,8 @@ use std::panic::{self, AssertUnwindSafe};
 /// Keep in step with the `=` versions in Cargo.toml.
 const LIBRARY: &str = "llama-cpp-2 0.1.160 (llama-cpp-sys-2 0.1.161)";
 /// What llama-cpp-sys-2 0.1.161 bundles: see port.json for how we know.
-const LLAMA_CPP: &str = "unnamed commit after 0c1e570 (ggml 0.26.0), bundled by llama-cpp-sys-2 0.1.161";
+const LLAMA_CPP: &str =
+    "unnamed commit after 0c1e570 (ggml 0.26.0), bundled by llama-cpp-sys-2 0.1.161";
 
 type Answer = Result<Value, String>;
 
@@ -61,16 +62,34 @@ fn encode(vocab: &LlamaVocab, req: &Value) -> Answer {
     let text = match (req.get("text"), req.get("text_hex")) {
         (Some(Value::String(s)), None) => s.as_bytes().to_vec(),
         (None, Some(Value::String(h))) => unhex(h)?,
-        _ => return Err("encode needs exactly one of 'text' (a string) or 'text_hex' (hex bytes)".into()),
+        _ => {
+            return Err(
+                "encode needs exactly one of 'text' (a string) or 'text_hex' (hex bytes)".into(),
+            )
+        }
     };
-    let ids = vocab.tokenize(&text, flag(req, "add_special")?, flag(req, "parse_special")?);
+    let ids = vocab.tokenize(
+        &text,
+        flag(req, "add_special")?,
+        flag(req, "parse_special")?,
+    );
     Ok(json!({ "ids": ids.iter().map(|t| t.0).collect::<Vec<_>>() }))
 }
 
 fn decode(vocab: &LlamaVocab, req: &Value) -> Answer {
-    let list = req.get("ids").and_then(Value::as_array).ok_or("'ids' must be a list of integers")?;
-    let ids = list.iter().map(|v| token(vocab, v)).collect::<Result<Vec<_>, _>>()?;
-    let bytes = vocab.detokenize(&ids, flag(req, "remove_special")?, flag(req, "unparse_special")?);
+    let list = req
+        .get("ids")
+        .and_then(Value::as_array)
+        .ok_or("'ids' must be a list of integers")?;
+    let ids = list
+        .iter()
+        .map(|v| token(vocab, v))
+        .collect::<Result<Vec<_>, _>>()?;
+    let bytes = vocab.detokenize(
+        &ids,
+        flag(req, "remove_special")?,
+        flag(req, "unparse_special")?,
+    );
     Ok(json!({ "bytes_hex": hex(&bytes) }))
 }
 
@@ -89,7 +108,10 @@ struct Port {
 
 impl Port {
     fn dispatch(&self, req: &Value) -> Answer {
-        let model = self.model.as_ref().map_err(|why| format!("unsupported: {LIBRARY} cannot load this vocab: {why}"))?;
+        let model = self
+            .model
+            .as_ref()
+            .map_err(|why| format!("unsupported: {LIBRARY} cannot load this vocab: {why}"))?;
         let vocab = model.vocab();
         match req.get("op").and_then(Value::as_str) {
             Some("info") => Ok(json!({
@@ -99,7 +121,9 @@ impl Port {
             Some("encode") => encode(&vocab, req),
             Some("decode") => decode(&vocab, req),
             Some("piece") => piece(&vocab, req),
-            other => Err(format!("unknown op {other:?}; expected one of: batch, decode, encode, info, piece")),
+            other => Err(format!(
+                "unknown op {other:?}; expected one of: batch, decode, encode, info, piece"
+            )),
         }
     }
 
@@ -109,7 +133,9 @@ impl Port {
             Ok(Ok(v)) => v,
             Ok(Err(e)) => json!({ "error": e }),
             Err(p) => {
-                let msg = p.downcast_ref::<String>().cloned()
+                let msg = p
+                    .downcast_ref::<String>()
+                    .cloned()
                     .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
                     .unwrap_or_default();
                 json!({ "error": format!("llama-cpp-2 panicked: {msg}") })
@@ -133,7 +159,9 @@ impl Port {
             return self.answer(&req);
         }
         match req.get("requests").and_then(Value::as_array) {
-            Some(reqs) => json!({ "responses": reqs.iter().map(|r| self.answer(r)).collect::<Vec<_>>() }),
+            Some(reqs) => {
+                json!({ "responses": reqs.iter().map(|r| self.answer(r)).collect::<Vec<_>>() })
+            }
             None => json!({ "error": "'requests' must be a list of requests" }),
         }
     }
@@ -146,7 +174,10 @@ fn protocol_stdout() -> File {
     unsafe {
         let fd = libc::dup(1);
         if fd < 0 || libc::dup2(2, 1) < 0 {
-            eprintln!("llama-cpp-2-port: cannot move stdout aside: {}", io::Error::last_os_error());
+            eprintln!(
+                "llama-cpp-2-port: cannot move stdout aside: {}",
+                io::Error::last_os_error()
+            );
             std::process::exit(1);
         }
         File::from_raw_fd(fd)

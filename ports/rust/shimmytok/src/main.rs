@@ -40,9 +40,16 @@ fn unhex(s: &str) -> Result<Vec<u8>, String> {
 }
 
 fn ids_of(req: &Value) -> Result<Vec<u32>, String> {
-    let list = req.get("ids").and_then(Value::as_array).ok_or("'ids' must be a list of integers")?;
+    let list = req
+        .get("ids")
+        .and_then(Value::as_array)
+        .ok_or("'ids' must be a list of integers")?;
     list.iter()
-        .map(|v| v.as_u64().and_then(|n| u32::try_from(n).ok()).ok_or(format!("bad id {v}")))
+        .map(|v| {
+            v.as_u64()
+                .and_then(|n| u32::try_from(n).ok())
+                .ok_or(format!("bad id {v}"))
+        })
         .collect()
 }
 
@@ -51,11 +58,21 @@ fn encode(tok: &Tokenizer, req: &Value) -> Answer {
         (Some(Value::String(s)), None) => s.clone(),
         (None, Some(Value::String(h))) => String::from_utf8(unhex(h)?)
             // The API takes &str: raw non-UTF-8 bytes cannot be passed at all.
-            .map_err(|_| "unsupported: shimmytok encodes &str, so invalid UTF-8 cannot be expressed".to_string())?,
-        _ => return Err("encode needs exactly one of 'text' (a string) or 'text_hex' (hex bytes)".into()),
+            .map_err(|_| {
+                "unsupported: shimmytok encodes &str, so invalid UTF-8 cannot be expressed"
+                    .to_string()
+            })?,
+        _ => {
+            return Err(
+                "encode needs exactly one of 'text' (a string) or 'text_hex' (hex bytes)".into(),
+            )
+        }
     };
-    let opts = EncodeOptions::with_parse_special(flag(req, "add_special")?, flag(req, "parse_special")?);
-    let ids = tok.encode_with_options(&text, &opts).map_err(|e| e.to_string())?;
+    let opts =
+        EncodeOptions::with_parse_special(flag(req, "add_special")?, flag(req, "parse_special")?);
+    let ids = tok
+        .encode_with_options(&text, &opts)
+        .map_err(|e| e.to_string())?;
     Ok(json!({ "ids": ids }))
 }
 
@@ -63,19 +80,30 @@ fn decode(tok: &Tokenizer, req: &Value) -> Answer {
     // skip_special_tokens drops every special id; include_special_text=false
     // renders them as "": the crate's documented counterparts of llama.cpp's
     // remove_special and unparse_special. No lstrip (llama.cpp has none here).
-    let opts = DecodeOptions::new(flag(req, "remove_special")?, false, flag(req, "unparse_special")?);
+    let opts = DecodeOptions::new(
+        flag(req, "remove_special")?,
+        false,
+        flag(req, "unparse_special")?,
+    );
     // The crate returns a String, built with from_utf8_lossy: invalid UTF-8
     // comes back as U+FFFD, and we pass that on as the bytes it is.
-    let text = tok.decode_with_options(&ids_of(req)?, &opts).map_err(|e| e.to_string())?;
+    let text = tok
+        .decode_with_options(&ids_of(req)?, &opts)
+        .map_err(|e| e.to_string())?;
     Ok(json!({ "bytes_hex": hex(text.as_bytes()) }))
 }
 
 fn piece(tok: &Tokenizer, req: &Value) -> Answer {
-    let id = req.get("id").and_then(Value::as_u64).and_then(|n| u32::try_from(n).ok())
+    let id = req
+        .get("id")
+        .and_then(Value::as_u64)
+        .and_then(|n| u32::try_from(n).ok())
         .ok_or("piece needs an integer 'id'")?;
     // decode_single is the crate's streaming call (one token's text);
     // token_to_piece would return the raw vocab entry ("Ġhello"), not bytes.
-    let text = tok.decode_single(id, !flag(req, "special")?).map_err(|e| e.to_string())?;
+    let text = tok
+        .decode_single(id, !flag(req, "special")?)
+        .map_err(|e| e.to_string())?;
     Ok(json!({ "bytes_hex": hex(text.as_bytes()) }))
 }
 
@@ -87,7 +115,10 @@ struct Port {
 
 impl Port {
     fn dispatch(&self, req: &Value) -> Answer {
-        let tok = self.tok.as_ref().map_err(|why| format!("unsupported: {LIBRARY} cannot load this vocab: {why}"))?;
+        let tok = self
+            .tok
+            .as_ref()
+            .map_err(|why| format!("unsupported: {LIBRARY} cannot load this vocab: {why}"))?;
         match req.get("op").and_then(Value::as_str) {
             Some("info") => Ok(json!({
                 "n_vocab": tok.vocab_size(), "batch": true, "unsupported": [],
@@ -96,7 +127,9 @@ impl Port {
             Some("encode") => encode(tok, req),
             Some("decode") => decode(tok, req),
             Some("piece") => piece(tok, req),
-            other => Err(format!("unknown op {other:?}; expected one of: batch, decode, encode, info, piece")),
+            other => Err(format!(
+                "unknown op {other:?}; expected one of: batch, decode, encode, info, piece"
+            )),
         }
     }
 
@@ -106,7 +139,9 @@ impl Port {
             Ok(Ok(v)) => v,
             Ok(Err(e)) => json!({ "error": e }),
             Err(p) => {
-                let msg = p.downcast_ref::<String>().cloned()
+                let msg = p
+                    .downcast_ref::<String>()
+                    .cloned()
                     .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
                     .unwrap_or_default();
                 json!({ "error": format!("shimmytok panicked: {msg}") })
@@ -130,7 +165,9 @@ impl Port {
             return self.answer(&req);
         }
         match req.get("requests").and_then(Value::as_array) {
-            Some(reqs) => json!({ "responses": reqs.iter().map(|r| self.answer(r)).collect::<Vec<_>>() }),
+            Some(reqs) => {
+                json!({ "responses": reqs.iter().map(|r| self.answer(r)).collect::<Vec<_>>() })
+            }
             None => json!({ "error": "'requests' must be a list of requests" }),
         }
     }
