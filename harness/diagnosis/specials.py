@@ -174,12 +174,16 @@ class VocabVariant(Variant):
     changes: Callable
     needs: Callable = lambda tok: True
     headline: str = ""
+    same_session: bool = False  # the change is outside the algorithm: share the exact session
 
     def applies(self, tok) -> bool:
         return tok.vocab.vocab_type != "none" and bool(self.needs(tok))
 
     def build(self, tok):
-        return Tokenizer(replace(tok.vocab, **self.changes(tok.vocab)))
+        t = Tokenizer(replace(tok.vocab, **self.changes(tok.vocab)))
+        if self.same_session:
+            t._session = tok.session()  # building one can take seconds (UGM's charsmap)
+        return t
 
     def title(self, cases) -> str:
         return f"{self.headline}: llama.cpp {self.rule}"
@@ -193,13 +197,13 @@ LSTRIP_IGNORED = VocabVariant(
     name="lstrip_ignored", models="a special token's LSTRIP attribute ignored (spaces before it kept)",
     rule=f"an LSTRIP token eats the C-isspace bytes before it ({PARTITION})",
     checks=("encode",), shipped_by="known-port-bugs 13 (lstrip/rstrip: 'a <mask> b')",
-    changes=_strip_cleared(LSTRIP), needs=lambda tok: _has_attr(tok, LSTRIP),
+    changes=_strip_cleared(LSTRIP), needs=lambda tok: _has_attr(tok, LSTRIP), same_session=True,
     headline="spaces before an LSTRIP special kept")
 RSTRIP_IGNORED = VocabVariant(
     name="rstrip_ignored", models="a special token's RSTRIP attribute ignored (spaces after it kept)",
     rule=f"an RSTRIP token eats the C-isspace bytes after it ({PARTITION})",
     checks=("encode",), shipped_by="known-port-bugs 13 (lstrip/rstrip: 'a </s> b')",
-    changes=_strip_cleared(RSTRIP), needs=lambda tok: _has_attr(tok, RSTRIP),
+    changes=_strip_cleared(RSTRIP), needs=lambda tok: _has_attr(tok, RSTRIP), same_session=True,
     headline="spaces after an RSTRIP special kept")
 SPACE_PREFIX_FLIPPED = VocabVariant(
     name="add_space_prefix_flipped", models="add_space_prefix read the other way round (encode and decode)",
