@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 
-from harness.engine.causes import KEEP, Group, settle
+from harness.engine.causes import KEEP, CauseFinder, Group
 from harness.engine.hunt import Hunt
 from harness.engine.shrink import shrink_text
 from harness.reports.causes import group_causes, unexplained_title
@@ -51,8 +51,16 @@ class Diagnoser:
         return tuple((b, f"bug {b}", f"rule {b}") for b in self.bugs
                      if all(self._output(b, f) == f.divergence.port_ids for f in findings))
 
-    def explains(self, names, f):
-        return any(self._output(b, f) == f.divergence.port_ids for b in names)
+    def explains(self, keys, f):
+        return any(self._output(b, f) == f.divergence.port_ids for b in keys)
+
+    def together(self, keys, f):
+        """Two planted bugs at once: the first bug's text change, then the second bug."""
+        for i, first in enumerate(keys):
+            for j, second in enumerate(keys):
+                if i != j and tuple(map(ord, BUGS[second[0]](BUGS[first[0]](f.text)))) == f.divergence.port_ids:
+                    return i
+        return None
 
 
 def same_signature(f) -> tuple:
@@ -70,6 +78,13 @@ def test_one_bug_is_one_cause_with_every_case():
     texts = [f"a{'b' * n}x{'c' * n}" for n in range(40)]
     findings = hunt_over(texts, Diagnoser(("x_as_y",)))
     assert [(f.text, f.diagnosis, f.cases) for f in findings] == [("x", ("x_as_y",), 40)]
+
+
+def test_cases_with_two_bugs_at_once_belong_to_the_two_causes_not_to_a_third():
+    texts = [f"q{'w' * n}x" for n in range(20)] + [f"e{'r' * n}z" for n in range(20)] + ["xz", "zax"] * 5
+    findings = hunt_over(texts, Diagnoser())
+    assert sorted((f.text, f.diagnosis[0]) for f in findings) == [("x", "x_as_y"), ("z", "drops_z")]
+    assert sum(f.cases for f in findings) == 50
 
 
 def test_two_bugs_behind_one_signature_come_out_as_two_causes():
@@ -95,7 +110,9 @@ def test_a_group_keeps_its_first_cases_and_diagnoses_a_handful():
     assert g.count == KEEP + 500 and len(g.kept) == KEEP and g.first == "x" * (KEEP + 500)
     assert [x for x, _ in g.shortest()[:2]] == ["x" * 501, "x" * 502]
     d = Diagnoser(("x_as_y",))
-    causes = settle(g, run, shrink_text, same_signature, d)
+    finder = CauseFinder(run, shrink_text, d)
+    finder.settle(g, same_signature)
+    causes = finder.finish()
     assert len(causes) == 1 and causes[0].cases == KEEP + 500 and d.calls <= 3
 
 
@@ -107,8 +124,7 @@ def test_a_clean_hunt_never_diagnoses():
 def _finding(vocab, check, flags, text, cases, diagnosis=(), signature=("encode", "replaces", "letter")):
     add, parse = {"plain": (False, False), "add": (True, False), "parse": (False, True)}[flags]
     return Finding(check, vocab, None, add, parse, text, Divergence(0, 0, True, (1,), (2,)), cases=cases,
-                   signature=signature, diagnosis=diagnosis, title=f"bug {diagnosis[0]}" if diagnosis else "",
-                   rule="a rule" if diagnosis else "")
+                   signature=signature, explanations=tuple((d, f"bug {d}", "a rule") for d in diagnosis))
 
 
 def test_findings_merge_across_vocabs_checks_and_flags_when_their_cause_is_equal():
@@ -121,6 +137,15 @@ def test_findings_merge_across_vocabs_checks_and_flags_when_their_cause_is_equal
         ("C1", None, 9, [2]), ("C2", "nel", 7, [0, 1]), ("C3", None, 1, [3])]
     assert causes[1].example == 1 and causes[1].cells == [("gpt-2", "known", "add"), ("qwen2", "encode", "plain")]
     assert causes[1].title == "bug nel" and causes[0].title == unexplained_title(("encode", "replaces", "letter"))
+
+
+def test_one_explanation_covering_every_finding_makes_one_cause():
+    """Findings explained by several variants go to the explanation that covers the most."""
+    fs = [_finding("gpt-2", "encode", "plain", "00", 5, ("digits_single", "digits_apart")),
+          _finding("qwen2", "encode", "plain", "[PAD1]", 3, ("user_defined_not_matched", "digits_apart")),
+          _finding("qwen2", "known", "parse", "<|x_0|>", 1, ("specials_never_parsed", "digits_apart"))]
+    (cause,) = group_causes(fs)
+    assert (cause.diagnosis, cause.cases, cause.findings) == ("digits_apart", 9, [0, 1, 2])
 
 
 def test_the_report_lists_causes_first_and_every_finding_carries_its_cause(tmp_path):

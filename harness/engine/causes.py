@@ -3,23 +3,27 @@ divergent case given to the cause that explains it, and the hidden causes found.
 
 While a test runs, its Hunt files every divergent input, with its finding, under its
 reference-side signature (:mod:`harness.engine.signature`) in a :class:`Group` (the first
-:data:`KEEP` of them; the rest are counted). At the end, :func:`settle` turns a group
-into causes:
+:data:`KEEP` of them; the rest are counted). At the end a :class:`CauseFinder` turns the
+groups, in order, into the test's causes:
 
-1. the group's first input is shrunk (keeping the signature) and *diagnosed*: the
-   catalogue variants (harness.diagnosis) that reproduce the port's exact output on it,
-   and on up to :data:`CONFIRM` more of the group that its first variant explains;
-2. every kept case, shortest first, goes to the first cause that explains it. One that no
-   cause explains seeds a new cause when it is diagnosable, or when the group has no
-   unexplained cause yet: shrunk with its own predicate (it diverges with this signature
-   and no known cause explains it), then diagnosed in turn. So two bugs behind one first
-   divergent character come out as two causes (at most :data:`MAX_CAUSES` per group).
+1. a group whose first case a known cause (from an earlier group) explains adds no cause;
+   else its first input is shrunk (keeping the signature, unexplained by the known causes)
+   and *diagnosed*: the catalogue variants (harness.diagnosis) that reproduce the port's
+   exact output on it, and on up to :data:`CONFIRM` more cases its first variant explains;
+2. every kept case, shortest first, goes to the first cause that explains it, or to two
+   known causes met at once (a text transform of one, then the other: ``"00\xa0"`` with
+   digits split and NBSP read as a space); one that nothing explains seeds a new cause
+   when it is diagnosable, or when the group has no unexplained cause yet: shrunk with
+   its own predicate, then diagnosed. So two bugs behind one first divergent character
+   come out as two causes (at most :data:`MAX_CAUSES` new causes per group);
+3. at the end, an unexplained cause whose example two known causes reproduce together
+   is folded into them.
 
 A clean run never diagnoses anything; a broken one diagnoses a few short texts per cause
 (at most :data:`DIAGNOSES` full catalogue runs per group) and checks each kept case
 against the causes found, one variant at a time, within :data:`SECONDS`. Cases the
-search did not reach (past :data:`KEEP`, or past the time) count for the first cause;
-the cause's ``cases`` says so only in that it is the group's remainder.
+search did not reach (past :data:`KEEP`, or past the time) count for the group's first
+cause.
 
 >>> g = Group(("encode", "replaces", "letter"))
 >>> for x in ["abcdef", "ab", "abc"]:
@@ -47,13 +51,16 @@ SECONDS = 20.0
 
 
 class Diagnoser(Protocol):
-    """What the engine asks of the catalogue (VocabUnderTest implements it)."""
+    """What the engine asks of the catalogue (harness.engine.diagnoser implements it)."""
 
     def diagnose(self, findings: list) -> tuple:
-        """The explanations (name, title, rule) reproducing every finding, most specific first."""
+        """The explanations (key, title, rule) reproducing every finding, most specific first."""
 
-    def explains(self, names: tuple[str, ...], finding) -> bool:
-        """Whether one of the named variants reproduces the port's output on ``finding``."""
+    def explains(self, keys: tuple[str, ...], finding) -> bool:
+        """Whether one of the explanations reproduces the port's output on ``finding``."""
+
+    def together(self, keys: list[tuple[str, ...]], finding) -> int | None:
+        """The index of the known cause that, met with another, reproduces ``finding``."""
 
 
 def _size(x) -> int:
@@ -83,96 +90,110 @@ class Group:
         return [self.kept[k] for k in order]
 
 
-@dataclass
+@dataclass(eq=False)
 class Cause:
-    """One cause found in a group: its shrunk input and finding, its explanation, its cases."""
+    """One cause found in a test: its shrunk input and finding, its explanations, its cases."""
 
     input: Any
     finding: Any
-    explanations: tuple = ()  # ((name, title, rule), ...)
+    signature: Any = None
+    explanations: tuple = ()  # ((key, title, rule), ...)
     cases: int = 0
 
     @property
-    def names(self) -> tuple[str, ...]:
+    def keys(self) -> tuple[str, ...]:
         return tuple(e[0] for e in self.explanations)
 
     def stamped(self):
-        """The finding carrying this cause's diagnosis, title and rule, and its case count."""
-        title, rule = (self.explanations[0][1], self.explanations[0][2]) if self.explanations else ("", "")
-        return replace(self.finding, cases=self.cases, diagnosis=self.names, title=title, rule=rule)
+        """The finding carrying this cause's explanations and its case count."""
+        return replace(self.finding, cases=self.cases, explanations=self.explanations)
 
 
-class _Settler:
-    """The causes of one group (see the module docstring)."""
+class CauseFinder:
+    """The causes of one test, from its signature groups (see the module docstring)."""
 
-    def __init__(self, group: Group, rerun: Callable, shrink: Callable | None, signature: Callable,
-                 diagnoser: Diagnoser | None):
-        self.group, self.rerun, self.shrink, self.signature, self.diagnoser = group, rerun, shrink, signature, diagnoser
+    def __init__(self, rerun: Callable, shrink: Callable | None, diagnoser: Diagnoser | None):
+        self.rerun, self.shrink, self.diagnoser = rerun, shrink, diagnoser
         self.causes: list[Cause] = []
-        self.diagnoses = 0
 
-    def diverges(self, x, known: tuple[Cause, ...]):
-        """The finding of ``x`` if it diverges with the group's signature and no known cause explains it."""
-        f = self.rerun(x)
-        if f is None or self.signature(f) != self.group.signature:
-            return None
-        if any(c.names and self.diagnoser.explains(c.names, f) for c in known):
-            return None
-        return f
+    # --- the predicates -----------------------------------------------------------------
+    def _explained(self, f) -> Cause | None:
+        return next((c for c in self.causes if c.keys and self.diagnoser.explains(c.keys, f)), None)
 
-    def seed(self, x, f) -> Cause:
-        known = tuple(self.causes)
+    def _met(self, f) -> Cause | None:
+        """The known cause that, met with another known cause, reproduces ``f``."""
+        explained = [c for c in self.causes if c.keys]
+        if len(explained) < 2:
+            return None
+        k = self.diagnoser.together([c.keys for c in explained], f)
+        return None if k is None else explained[k]
+
+    def _seed(self, x, f, signature, new: list[Cause]) -> Cause:
+        """A new cause from ``x``: shrunk while it diverges with ``signature`` and no known
+        cause explains it, then diagnosed."""
+        def diverges(c):
+            g = self.rerun(c)
+            if g is None or signature(g) != signature(f):
+                return None
+            return None if self.diagnoser and self._explained(g) else g
         if self.shrink is not None:
-            x = self.shrink(x, lambda c: self.diverges(c, known) is not None)
-            f = self.diverges(x, known) or f
-        cause = Cause(x, f)
+            x = self.shrink(x, lambda c: diverges(c) is not None)
+            f = diverges(x) or f
+        cause = Cause(x, f, signature(f))
         self.causes.append(cause)
+        new.append(cause)
         return cause
 
-    def diagnose(self, cause: Cause, others: list) -> None:
+    def _diagnose(self, cause: Cause, others: list) -> None:
         """Name the variants that reproduce the cause's shrunk finding and up to CONFIRM of
-        ``others`` that its first variant explains (all of them, not one by luck)."""
-        self.diagnoses += 1
+        ``others`` that its first explanation reproduces (all of them, not one by luck)."""
         found = self.diagnoser.diagnose([cause.finding])
         confirm = [f for f in others if found and self.diagnoser.explains((found[0][0],), f)][:CONFIRM]
         cause.explanations = self.diagnoser.diagnose([cause.finding, *confirm]) if confirm else found
 
-    def owner(self, f) -> Cause | None:
-        """The cause a case belongs to; None when it seeds a new one."""
-        for c in self.causes:
-            if c.names and self.diagnoser.explains(c.names, f):
-                return c
-        if len(self.causes) >= MAX_CAUSES:
-            return self.causes[0]
-        if self.diagnoses < DIAGNOSES and self.diagnoser.diagnose([f]):
-            self.diagnoses += 1
-            return None
-        return next((c for c in self.causes if not c.names), None)
-
-    def run(self) -> list[Cause]:
-        g = self.group
-        first = self.seed(g.first, self.rerun(g.first) or g.kept[0][1])
+    # --- one group ---------------------------------------------------------------------
+    def settle(self, group: Group, signature: Callable) -> None:
+        """Give the group's cases to causes, known or new."""
+        first_x, first_f = group.kept[0]
+        first_f = self.rerun(first_x) or first_f
         if self.diagnoser is None:
-            first.cases = g.count
-            return self.causes
-        ordered = g.shortest()
-        self.diagnose(first, [f for _, f in ordered])
-        deadline = time.perf_counter() + SECONDS
-        reached = 0
+            self._seed(first_x, first_f, signature, []).cases = group.count
+            return
+        new: list[Cause] = []
+        ordered = group.shortest()
+        home = self._explained(first_f)
+        if home is None:
+            home = self._seed(first_x, first_f, signature, new)
+            self._diagnose(home, [f for _, f in ordered])
+        deadline, reached, diagnoses = time.perf_counter() + SECONDS, 0, 1
         for x, f in ordered:
             if time.perf_counter() > deadline:
                 break
-            owner = self.owner(f)
+            owner = self._explained(f) or self._met(f)
             if owner is None:
-                owner = self.seed(x, f)
-                self.diagnose(owner, [])
+                unexplained = next((c for c in new if not c.keys), None)
+                if len(new) >= MAX_CAUSES:
+                    owner = home
+                elif diagnoses < DIAGNOSES and self.diagnoser.diagnose([f]):
+                    diagnoses += 1
+                    owner = self._seed(x, f, signature, new)
+                    self._diagnose(owner, [])
+                else:
+                    owner = unexplained or self._seed(x, f, signature, new)
             owner.cases += 1
             reached += 1
-        first.cases += g.count - reached  # cases past KEEP or past the time: the group's first cause
-        return self.causes
+        home.cases += group.count - reached  # past KEEP or past the time: the group's first cause
 
-
-def settle(group: Group, rerun: Callable, shrink: Callable | None, signature: Callable,
-           diagnoser: Diagnoser | None) -> list[Cause]:
-    """The causes behind one group (see the module docstring), first cause first."""
-    return _Settler(group, rerun, shrink, signature, diagnoser).run()
+    def finish(self) -> list[Cause]:
+        """The test's causes: an unexplained one that two known causes reproduce together is
+        folded into the first of them."""
+        if self.diagnoser is None:
+            return self.causes
+        kept = []
+        for c in self.causes:
+            owner = None if c.keys else self._met(c.finding)
+            if owner is not None:
+                owner.cases += c.cases
+            else:
+                kept.append(c)
+        return [c for c in kept if c.cases]

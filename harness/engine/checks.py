@@ -37,7 +37,7 @@ def golden(vut, make_hunt: Callable) -> None:
     from reference.vocabs import golden_cases
     expected = dict(golden_cases(vut.name))
     h = make_hunt("golden", "plain", lambda text: vut.check_golden(text, expected.get(text)),
-                  signature=vut.signature, shrink=shrink_text, diagnosis=vut)
+                  signature=vut.signature, shrink=shrink_text, diagnosis=vut.diagnoser)
     h.begin(vut.unsupported_reason("encode", add_special=False, parse_special=False), expected)
     h.finish()
 
@@ -47,7 +47,7 @@ def known(vut, flags, make_hunt: Callable, texts) -> None:
     add_special, parse_special = flags
     h = make_hunt("known", flags_label(*flags),
                   lambda text: vut.check_encode(text, add_special, parse_special, check="known"),
-                  signature=vut.signature, diagnosis=vut)
+                  signature=vut.signature, diagnosis=vut.diagnoser)
     h.begin(vut.unsupported_reason("encode", add_special=add_special, parse_special=parse_special), texts)
     h.finish()
 
@@ -67,7 +67,7 @@ def encode(vut, flags, make_hunt: Callable, *, fast, replay=(), settings_overrid
     add_special, parse_special = flags
     h = make_hunt("encode", flags_label(*flags),
                   lambda text: vut.check_encode(text, add_special, parse_special),
-                  signature=vut.signature, shrink=shrink_text, diagnosis=vut)
+                  signature=vut.signature, shrink=shrink_text, diagnosis=vut.diagnoser)
     reason = vut.unsupported_reason("encode", add_special=add_special, parse_special=parse_special)
     if h.begin(reason, [t for t in replay if isinstance(t, str)]):
         count, seconds, rng = fast
@@ -91,7 +91,7 @@ def decode(vut, flags, make_hunt: Callable, *, fast, replay=(), settings_overrid
     remove_special, unparse_special = flags
     h = make_hunt("decode", flags_label(*flags),
                   lambda ids: vut.check_decode(ids, remove_special, unparse_special),
-                  signature=vut.signature, shrink=shrink_ids, diagnosis=vut)
+                  signature=vut.signature, shrink=shrink_ids, diagnosis=vut.diagnoser)
     reason = vut.unsupported_reason("decode", remove_special=remove_special, unparse_special=unparse_special)
     if h.begin(reason, [ids for ids in replay if isinstance(ids, tuple)]):
         count, seconds, rng = fast
@@ -120,7 +120,7 @@ def pieces(vut, special: bool, make_hunt: Callable) -> None:
     got: dict = {}
     h = make_hunt("piece", "parse" if special else "plain",
                   lambda id: vut.check_piece(id, special, got.get(id)), signature=vut.signature,
-                  diagnosis=vut)
+                  diagnosis=vut.diagnoser)
     reason = vut.unsupported_reason("piece", special=special)
     if reason:
         h.declare_unsupported(reason)

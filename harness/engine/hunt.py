@@ -35,7 +35,7 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Callable
 
-from harness.engine.causes import Group, settle
+from harness.engine.causes import CauseFinder, Group
 from harness.engine.replay import jsonable, save_replay
 from harness.errors import PortError, PortRequestError, PortUnsupported, root_cause
 
@@ -196,15 +196,17 @@ class Hunt:
         return tally
 
     def _settle(self) -> Tally:
-        shrunk = []
+        up = not self.down
+        finder = CauseFinder(self._rerun, self.shrink if up else None,
+                             self.diagnosis if up and self.signature else None)
         for sig, group in self.groups.items():
-            up = not self.down
-            signature = self.signature or (lambda f, sig=sig: sig)
-            for cause in settle(group, self._rerun, self.shrink if up else None, signature,
-                                self.diagnosis if up and self.signature else None):
-                shrunk.append(jsonable(cause.input))
-                found = replace(cause.stamped(), signature=sig if isinstance(sig, tuple) else ())
-                self.tally.findings.append(self._detail(found))
+            finder.settle(group, self.signature or (lambda f, sig=sig: sig))
+        shrunk = []
+        for cause in finder.finish():
+            shrunk.append(jsonable(cause.input))
+            sig = cause.signature
+            found = replace(cause.stamped(), signature=sig if isinstance(sig, tuple) else ())
+            self.tally.findings.append(self._detail(found))
         self.tally.port_errors = list(self._errors.values())
         self.tally.seconds = time.perf_counter() - self._started
         if self.replay_key:

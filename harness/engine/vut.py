@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.engine import signature as sig
-from harness.errors import HarnessError, PortError, PortRequestError, PortUnsupported
+from harness.errors import PortError, PortRequestError, PortUnsupported
 from harness.inputs.strategies import VocabTexts
 from harness.inputs.vocabtexts import vocab_texts
 from harness.ports import Port
@@ -77,48 +77,11 @@ class VocabUnderTest:
         types = self.token_types
         return sig.TOKEN_KINDS.get(int(types[id]), "undefined") if types is not None else "normal"
 
-    # --- diagnosis: the catalogue of rule variants (harness.diagnosis) ----------------------
     @cached_property
-    def harness_tokenizer(self):
-        """The harness tokenizer for this vocab, which the catalogue's variants change."""
-        from harness.tokenizer import Tokenizer
-        return Tokenizer.from_gguf(self.path)
-
-    @staticmethod
-    def case_of(f: Finding):
-        """A finding as the catalogue's :class:`harness.diagnosis.Case`."""
-        from harness.diagnosis import Case
-        d = f.divergence
-        if f.check == "decode":
-            return Case("decode", tuple(f.decoded_ids), (bool(f.remove_special), bool(f.unparse_special)),
-                        bytes(d.port_ids))
-        if f.check == "piece":
-            return Case("piece", tuple(f.decoded_ids), (bool(f.unparse_special), False), bytes(d.port_ids))
-        return Case(f.check, f.text, (f.add_special, f.parse_special), tuple(d.port_ids))
-
-    def diagnose(self, findings: list[Finding]) -> tuple:
-        """``(name, title, rule)`` of every catalogue variant that reproduces the port's exact
-        output on all ``findings``, most specific first (see :mod:`harness.engine.causes`)."""
-        from harness.diagnosis import explain
-        cases = [self.case_of(f) for f in findings]
-        return tuple((v.name, v.title(cases), v.rule) for v in explain(self.harness_tokenizer, cases))
-
-    def explains(self, names: tuple[str, ...], f: Finding) -> bool:
-        """Whether one of the named variants reproduces the port's output on ``f`` (a variant
-        the harness tokenizer refuses to run on it, as llama.cpp would, does not)."""
-        from harness.diagnosis import CATALOGUE
-        tok, case = self.harness_tokenizer, self.case_of(f)
-        want = case.port_output
-        for v in CATALOGUE:
-            if v.name not in names or not v.applies(tok):
-                continue
-            try:
-                out = v.output(tok, case)
-            except HarnessError:
-                continue
-            if (bytes(out) if isinstance(want, bytes) else tuple(out)) == want:
-                return True
-        return False
+    def diagnoser(self):
+        """The catalogue of rule variants, run on this vocab's findings (harness.engine.diagnoser)."""
+        from harness.engine.diagnoser import Diagnoser
+        return Diagnoser(self.path)
 
     @property
     def port(self) -> Port:

@@ -1,10 +1,12 @@
 """Causes: the unit of every report. Findings that one explanation reproduces are one cause.
 
-A finding carries its diagnosis (the catalogue variants that reproduce the port's exact
-output on it, harness.diagnosis) and its reference-side signature. Its *cause key* is its
-first variant, else ``unexplained`` plus the signature (:attr:`Finding.cause_key`), so
-findings merge across vocabs, checks and flag combinations when their causes are equal,
-and two bugs behind one first divergent character stay two causes.
+A finding carries its explanations (the catalogue variants that reproduce the port's exact
+output on it, harness.diagnosis, each with its bound parameter) and its reference-side
+signature. Two findings are one cause when one explanation reproduces both: the explained
+findings are covered by as few explanations as a greedy cover finds (the one covering the
+most cases first), whatever their vocabs, checks and flag combinations; findings nothing
+explains group by ``unexplained`` and their signature. So two bugs behind one first
+divergent character stay two causes, and one bug seen through several checks is one.
 
 Each cause has an id (``C1``, ``C2``, ... most cases first), a title (the rule the port
 breaks, or an ``unexplained:`` description of where llama.cpp and the port part), the
@@ -14,10 +16,9 @@ divergent cases.
 
 >>> from harness.reports.diff import Divergence
 >>> d = Divergence(0, 0, True, (1,), (2,))
->>> fs = [Finding("encode", "v", None, False, False, "ab", d, cases=3, diagnosis=("nfc_input",),
-...               title="NFC", rule="r"),
-...       Finding("encode", "w", None, True, False, "a", d, cases=2, diagnosis=("nfc_input",),
-...               title="NFC", rule="r")]
+>>> fs = [Finding("encode", "v", None, False, False, "ab", d, cases=3,
+...               explanations=(("nfc_input", "NFC", "r"), ("nfkc_input", "NFKC", "r"))),
+...       Finding("encode", "w", None, True, False, "a", d, cases=2, explanations=(("nfc_input", "NFC", "r"),))]
 >>> [(c.id, c.title, c.findings, c.cases, c.example) for c in group_causes(fs)]
 [('C1', 'NFC', [0, 1], 5, 1)]
 """
@@ -98,18 +99,43 @@ def unexplained_title(signature: tuple) -> str:
     return f"unexplained ({family}): where llama.cpp emits {thing}, the port's tokens differ"
 
 
+def _cover(findings: list[Finding]) -> list[tuple[str, list[int]]]:
+    """Explained findings grouped so that one explanation reproduces every finding of a
+    group, in as few groups as the greedy cover finds: the explanation that covers the
+    most findings not yet covered first (ties: the more specific, then the key)."""
+    left = {k for k, f in enumerate(findings) if f.explanations}
+    groups = []
+    while left:
+        score: dict[str, list] = {}
+        for k in left:
+            for rank, (key, _t, _r) in enumerate(findings[k].explanations):
+                entry = score.setdefault(key, [0, rank])
+                entry[0] += findings[k].cases or 1
+                entry[1] = min(entry[1], rank)
+        key = min(score, key=lambda x: (-score[x][0], score[x][1], x))
+        idx = sorted(k for k in left if any(e[0] == key for e in findings[k].explanations))
+        groups.append((key, idx))
+        left -= set(idx)
+    return groups
+
+
 def group_causes(findings: list[Finding]) -> list[Cause]:
     """The run's causes, most divergent cases first (ids in that order)."""
-    by_key: dict[tuple, list[int]] = {}
+    keyed: list[tuple[tuple, list[int]]] = [(("diagnosis", key), idx) for key, idx in _cover(findings)]
+    unexplained: dict[tuple, list[int]] = {}
     for k, f in enumerate(findings):
-        by_key.setdefault(f.cause_key, []).append(k)
+        if not f.explanations:
+            unexplained.setdefault(("unexplained", *f.signature), []).append(k)
+    keyed += list(unexplained.items())
     causes = []
-    for key, idx in by_key.items():
+    for key, idx in keyed:
         example = min(idx, key=lambda k: _size(findings[k]))
-        named = next((findings[k] for k in idx if findings[k].title), None)
-        title = named.title if named else unexplained_title(tuple(findings[example].signature))
-        causes.append(Cause("", key, title, key[1] if key[0] == "diagnosis" else None,
-                            named.rule if named else None, example, idx,
+        if key[0] == "diagnosis":
+            _key, title, rule = next(e for e in findings[example].explanations if e[0] == key[1])
+            diagnosis = key[1].split(":", 1)[0]
+        else:
+            title, rule, diagnosis = unexplained_title(tuple(findings[example].signature)), None, None
+        causes.append(Cause("", key, title, diagnosis, rule, example, idx,
                             sorted({(findings[k].vocab, findings[k].check, findings[k].flags) for k in idx}),
                             sum(findings[k].cases for k in idx)))
     causes.sort(key=lambda c: (-c.cases, c.findings[0]))

@@ -21,7 +21,8 @@ Its JSON (:meth:`Finding.to_json`) is one entry of ``conformance.json``'s
      "port_pieces": {"<id>": "<hex of the port's own piece>"},
      "spans": [[[start, end], ...], [[start, end], ...]], # text bytes per id, both sides
      "signature": [str], "cases": int,                   # reference-side signature; cases of its cause
-     "diagnosis": [str], "title": str, "rule": str,      # variants reproducing it; its cause's title, rule
+     "diagnosis": [str],                                 # the catalogue variants that reproduce it
+     "explanations": [{"key", "title", "rule"}],          # each, with its parameter, title and rule
      "cause": str,                                       # its cause's id (conformance.json's causes)
      "repro": str}           # one-line command printing the same diff
 
@@ -67,22 +68,19 @@ class Finding:
     cases: int = 1
     signature: tuple = ()
     spans: tuple = ()  # ((start, end) per reference id, (start, end) per port id): text bytes
-    diagnosis: tuple[str, ...] = ()  # catalogue variants that reproduce the port's output exactly
-    title: str = ""  # the cause's title: the first variant's, naming the rule the port breaks
-    rule: str = ""   # what llama.cpp does instead, and where, at the pin
+    # The catalogue variants that reproduce the port's output exactly, most specific first:
+    # (key, title, rule), the key naming the variant and its bound parameter, if any.
+    explanations: tuple = ()
 
     @property
-    def cause_key(self) -> tuple:
-        """What makes two findings one cause: the first catalogue variant that explains
-        them, else their reference-side signature (``("unexplained", family, edit, what)``).
+    def diagnosis(self) -> tuple[str, ...]:
+        """The catalogue names of the variants that explain this finding.
 
         >>> Finding("decode", "v", None, False, False, "", Divergence(0, 0, True, (1,), (2,)),
-        ...         diagnosis=("decode_lossy_utf8",)).cause_key
-        ('diagnosis', 'decode_lossy_utf8')
+        ...         explanations=(("char_read_as_space:'\\xa0'", "t", "r"),)).diagnosis
+        ('char_read_as_space',)
         """
-        if self.diagnosis:
-            return ("diagnosis", self.diagnosis[0])
-        return ("unexplained", *self.signature)
+        return tuple(key.split(":", 1)[0] for key, _title, _rule in self.explanations)
 
     @property
     def flags(self) -> str:
@@ -116,7 +114,8 @@ class Finding:
                "index": d.index, "byte_offset": d.byte_offset,
                "byte_offset_exact": d.offset_exact, "cases": self.cases,
                "signature": list(self.signature), "spans": [list(map(list, side)) for side in self.spans],
-               "diagnosis": list(self.diagnosis), "title": self.title, "rule": self.rule,
+               "diagnosis": list(self.diagnosis),
+               "explanations": [{"key": k, "title": t, "rule": r} for k, t, r in self.explanations],
                "pieces": {str(k): v.hex() for k, v in self.pieces.items()},
                "port_pieces": {str(k): v.hex() for k, v in self.port_pieces.items()},
                "repro": self.repro}
@@ -150,6 +149,6 @@ class Finding:
                    obj.get("remove_special"), obj.get("unparse_special"), own, obj.get("cases", 1),
                    tuple(obj.get("signature", ())),
                    tuple(tuple(tuple(span) for span in side) for side in obj.get("spans", ())),
-                   tuple(obj.get("diagnosis", ())), obj.get("title", ""), obj.get("rule", ""))
+                   tuple((e["key"], e["title"], e["rule"]) for e in obj.get("explanations", ())))
 
 
