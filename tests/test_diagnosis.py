@@ -242,6 +242,14 @@ def test_nothing_to_explain():
     assert explain(None, []) == []
 
 
+def test_raw_bytes_are_explained_like_text(toks):
+    """An encode case may carry invalid UTF-8 (the protocol's text_hex): every variant takes it."""
+    tok = toks("qwen2")
+    raw = b"a\xff\xc2\x85 1234"
+    case = Case("encode", raw, (False, False), tuple(enc(tok, raw)) + (0,))
+    assert [(v.name, v.param) for v in explain(tok, [case])][:1] == [("extra_token_appended", (0, "!"))]
+
+
 # --- the harness's own broken ports ---------------------------------------------------------------
 
 MUTANT_TEXTS = {

@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterable, Sequence
 from harness.errors import HarnessError
 
 __all__ = ["Case", "Variant", "family", "exact", "encode_exact", "with_specials", "cached", "cp_name",
-           "FAMILIES"]
+           "titled", "texts", "FAMILIES"]
 
 FAMILIES = ("encode", "decode", "piece")
 _FAMILY_OF = {"encode": "encode", "golden": "encode", "known": "encode", "crosscheck": "encode",
@@ -118,6 +118,15 @@ def with_specials(tok, text, add: bool, parse: bool, body: Sequence[int]) -> tup
     return body  # unreachable for llama.cpp's wrappers (they only add around the text)
 
 
+def titled(what: str, rule: str) -> str:
+    """'<what the port does>; llama.cpp: <the rule, where>' on one line.
+
+    >>> titled("decode drops a leading space", "keeps it (src/x.cpp)")
+    'decode drops a leading space; llama.cpp: keeps it (src/x.cpp)'
+    """
+    return f"{what}; llama.cpp: {rule}"
+
+
 def cp_name(c: str | int) -> str:
     """``U+00A0`` style name of a code point.
 
@@ -161,14 +170,17 @@ class Variant:
             return exact(tok, case)
         a, b = case.flags
         if fam == "encode":
-            return tuple(self.encode(tok, case.input, a, b))
+            text = case.input
+            if isinstance(text, (bytes, bytearray)):  # raw bytes (text_hex): the same bytes as a str
+                text = bytes(text).decode("utf-8", "surrogateescape")
+            return tuple(self.encode(tok, text, a, b))
         if fam == "decode":
             return bytes(self.decode(tok, list(case.input), a, b))
         return bytes(self.piece(tok, case.input[0], a))
 
     def title(self, cases: Sequence[Case]) -> str:
         """A one-line cause title naming the rule (variants make it specific where they can)."""
-        return f"{self.models[:1].upper()}{self.models[1:]}; llama.cpp: {self.rule}"
+        return titled(self.models, self.rule)
 
     # --- the default port: the variant tokenizer, called like llama.cpp ------------------
     def build(self, tok):

@@ -21,7 +21,7 @@ from typing import Callable
 from harness.tokenizer import Tokenizer
 from harness.tokenizer.vocab import BYTE
 
-from .base import Variant, cached
+from .base import Variant, cached, titled
 
 __all__ = ["BytesVariant", "DecodeVocabVariant", "PieceVariant", "DECODE_LOSSY", "DECODE_DROPS_INVALID",
            "NO_CLEAN_SPACES", "CLEAN_SPACES_FORCED", "LEADING_SPACE_KEPT", "LEADING_SPACE_STRIPPED_AFTER_BOS",
@@ -47,7 +47,7 @@ class BytesVariant(Variant):
         return self.change(tok, tok.decode(ids, remove_special=remove, unparse_special=unparse), ids)
 
     def title(self, cases) -> str:
-        return f"{self.headline}: llama.cpp {self.rule}"
+        return titled(self.headline, self.rule)
 
 
 DECODE_LOSSY = BytesVariant(
@@ -153,7 +153,7 @@ class PieceVariant(Variant):
         return self.tokenizer(tok).token_to_piece(id, special=self.special(special))
 
     def title(self, cases) -> str:
-        return f"{self.headline}: llama.cpp {self.rule}"
+        return titled(self.headline, self.rule)
 
 
 def _byte_pieces(render):

@@ -21,7 +21,7 @@ from typing import Callable
 from harness.tokenizer import Tokenizer
 from harness.tokenizer.vocab import CONTROL, LSTRIP, RSTRIP, UNKNOWN, USER_DEFINED
 
-from .base import Variant, encode_exact
+from .base import Variant, encode_exact, titled
 
 __all__ = ["SpecialsVariant", "VocabVariant", "PartitionVariant", "TokenParamVariant", "SPECIALS_NEVER_PARSED",
            "SPECIALS_ALWAYS_PARSED", "LSTRIP_IGNORED", "RSTRIP_IGNORED", "USER_DEFINED_NOT_MATCHED",
@@ -53,7 +53,7 @@ class SpecialsVariant(Variant):
         return self.change(tok, text, add, parse)
 
     def title(self, cases) -> str:
-        return f"{self.headline}: llama.cpp {self.rule}"
+        return titled(self.headline, self.rule)
 
 
 SPECIALS_NEVER_PARSED = SpecialsVariant(
@@ -143,7 +143,7 @@ class TokenParamVariant(SpecialsVariant):
 
     def title(self, cases) -> str:
         tid, text = self.param or (None, "")
-        return self.headline.format(id=tid, text=text) + f": llama.cpp {self.rule}"
+        return titled(self.headline.format(id=tid, text=text), self.rule)
 
 
 def _chat_bos(tok, text, add, parse, tid):
@@ -186,7 +186,7 @@ class VocabVariant(Variant):
         return t
 
     def title(self, cases) -> str:
-        return f"{self.headline}: llama.cpp {self.rule}"
+        return titled(self.headline, self.rule)
 
 
 def _strip_cleared(bit):

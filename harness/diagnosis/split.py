@@ -22,7 +22,7 @@ from harness.tokenizer import unicode as U
 from harness.tokenizer.algorithms import bpe, spm
 from harness.tokenizer.pretokenize import NO_BYTE_ENCODE, REGEX_EXPRS, split_offsets, split_words
 
-from .base import Variant, cached
+from .base import Variant, cached, titled
 from .specials import VocabVariant
 
 __all__ = ["SessionVariant", "RegexVariant", "SplitSession", "DIGITS_SINGLE", "DIGITS_GROUPS_OF_3",
@@ -82,7 +82,7 @@ class SessionVariant(Variant):
         return t
 
     def title(self, cases) -> str:
-        return f"{self.headline}: llama.cpp {self.rule}"
+        return titled(self.headline, self.rule)
 
 
 _PROBES = ("1234567 12 a1 b 22 333 4444", "I'Ma HE'Sb THEY'REc WE'VEd i'de YOU'LLf x'Sg y'Th z'Vei",

@@ -21,13 +21,13 @@ from typing import Any, Callable
 
 from harness.tokenizer import unicode as U
 
-from .base import Variant, cp_name, encode_exact, texts, with_specials
+from .base import Variant, cp_name, encode_exact, texts, titled, with_specials
 
 __all__ = ["TextVariant", "CharVariant", "Chunked", "DigitsApart", "NFC_INPUT", "NFKC_INPUT", "CRLF_FOLDED",
            "CURLY_APOSTROPHE", "NATIVE_DIGITS", "CHAR_AS_SPACE", "CHAR_DROPPED", "CHUNKED", "DIGITS_APART"]
 
 TOKENIZE = "src/llama-vocab.cpp, llama_vocab::impl::tokenize"
-_VERBATIM = f"llama.cpp tokenizes the text's own bytes, unnormalised ({TOKENIZE})"
+_VERBATIM = f"tokenizes the text's own bytes, unnormalised ({TOKENIZE})"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -47,7 +47,7 @@ class TextVariant(Variant):
         return encode_exact(tok, text if changed == text else changed, add, parse)
 
     def title(self, cases) -> str:
-        return f"{self.headline or self.models}: {_VERBATIM}"
+        return titled(self.headline or self.models, _VERBATIM)
 
 
 def _nfc(text: str, _=None) -> str:
@@ -106,7 +106,7 @@ class CharVariant(TextVariant):
 
     def title(self, cases) -> str:
         what = self.headline.format(cp=cp_name(self.param) if self.param else "a code point")
-        return f"{what}: {_VERBATIM}"
+        return titled(what, _VERBATIM)
 
 
 CHAR_AS_SPACE = CharVariant(
@@ -143,8 +143,8 @@ class Chunked(Variant):
 
     def title(self, cases) -> str:
         size, unit = self.param or ("N", "chars")
-        return (f"long input cut every {size} {unit} and each piece tokenized alone: llama.cpp tokenizes "
-                f"the whole text in one call, words never cut ({TOKENIZE})")
+        return titled(f"long input cut every {size} {unit} and each piece tokenized alone",
+                      f"tokenizes the whole text in one call, words never cut ({TOKENIZE})")
 
 
 CHUNKED = Chunked(
@@ -165,8 +165,8 @@ class DigitsApart(Variant):
         return with_specials(tok, text, add, parse, body)
 
     def title(self, cases) -> str:
-        return ("each digit tokenized as a separate text: llama.cpp splits digits only as the "
-                f"pre-tokenizer's regex says, and tokenizes the text in one call ({TOKENIZE})")
+        return titled("each digit tokenized as a separate text",
+                      f"splits digits only as the pre type's regex says, the text in one call ({TOKENIZE})")
 
 
 DIGITS_APART = DigitsApart(
