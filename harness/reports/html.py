@@ -139,7 +139,7 @@ def _finding(f: Finding) -> str:
                    f"<code>{e(f.text.encode('utf-8', 'surrogatepass').hex(' '))}</code>")
         drawn = (f"<div class='toks'><span class='lab'>llama.cpp</span>{_spans(f, 0)}</div>"
                  f"<div class='toks'><span class='lab'>port</span>{_spans(f, 1)}</div>") if f.spans else ""
-    more = f" &middot; {f.cases} divergent cases share this cause" if f.cases > 1 else ""
+    more = f" &middot; {f.cases} divergent cases of its cause in this test" if f.cases > 1 else ""
     return (f"<div class='finding' id='{anchor(f.vocab, f.check, f.flags)}'>"
             f"<b>[{e(f.check)}] {e(f.vocab)}</b> ({e(str(f.pre_type))}) {e(flag_words(f))}{more}"
             f"<p>{subject}<br>first divergent index <b>{d.index}</b>"
