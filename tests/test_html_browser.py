@@ -80,4 +80,4 @@ def test_chromium_shows_one_section_per_cause_with_its_findings_folded(tmp_path)
         ("C1", "U+00A0 read"), ("C2", "digits spli"), ("C3", "unexplained")]
     nbsp_section = sections[0][2]
     assert nbsp_section.count('<div class="finding"') == 3 and "2 more finding(s) of this cause" in nbsp_section
-    assert "x\\u00a0" in nbsp_section.split("<details>")[0]  # the smallest example comes first, outside the fold
+    assert "x\\xa0" in nbsp_section.split("<details>")[0]  # the smallest example comes first, outside the fold
