@@ -52,7 +52,7 @@ def test_plugin_reports_what_workers_found(pytester, workers):
     data = json.loads((out / "conformance.json").read_text(encoding="utf-8"))
     # Two signatures (text lengths 2 and 3): the first text of each, and how many cases share it.
     assert [(d["text"], d["cases"]) for d in data["divergences"]] == [("ax", 2), ("axx", 1)]
-    assert data["vocabs"]["v"]["encode"]["cases"] == 5 and data["schema"] == 2
+    assert data["vocabs"]["v"]["encode"]["cases"] == 5 and data["schema"] == 3
     cells = {c["flags"]: c for c in data["cells"]}
     assert (cells["parse"]["outcome"], cells["parse"]["divergent"]) == ("divergence", 3)
     assert cells["plain"]["outcome"] == "pass"

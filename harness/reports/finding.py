@@ -21,6 +21,7 @@ Its JSON (:meth:`Finding.to_json`) is one entry of ``conformance.json``'s
      "port_pieces": {"<id>": "<hex of the port's own piece>"},
      "spans": [[[start, end], ...], [[start, end], ...]], # text bytes per id, both sides
      "signature": [str], "cases": int,                   # its cause, and cases sharing it
+     "replayed": int,        # of those cases, inputs from the replay store (earlier runs' failures)
      "repro": str}           # one-line command printing the same diff
 
 >>> Finding("encode", "v", None, True, False, "x", Divergence(0, 0, True, (1,), (2,))).flags
@@ -65,6 +66,7 @@ class Finding:
     cases: int = 1
     signature: tuple = ()
     spans: tuple = ()  # ((start, end) per reference id, (start, end) per port id): text bytes
+    replayed: int = 0  # of ``cases``, inputs from the replay store; == cases: only the store found it
 
     @property
     def flags(self) -> str:
@@ -96,7 +98,7 @@ class Finding:
                "unparse_special": self.unparse_special, "text": self.text,
                "text_utf8_hex": self.text.encode("utf-8", "surrogatepass").hex(),
                "index": d.index, "byte_offset": d.byte_offset,
-               "byte_offset_exact": d.offset_exact, "cases": self.cases,
+               "byte_offset_exact": d.offset_exact, "cases": self.cases, "replayed": self.replayed,
                "signature": list(self.signature), "spans": [list(map(list, side)) for side in self.spans],
                "pieces": {str(k): v.hex() for k, v in self.pieces.items()},
                "port_pieces": {str(k): v.hex() for k, v in self.port_pieces.items()},
@@ -130,6 +132,7 @@ class Finding:
                    obj["parse_special"], obj["text"], div, obj["port"], pieces, decoded,
                    obj.get("remove_special"), obj.get("unparse_special"), own, obj.get("cases", 1),
                    tuple(obj.get("signature", ())),
-                   tuple(tuple(tuple(span) for span in side) for side in obj.get("spans", ())))
+                   tuple(tuple(tuple(span) for span in side) for side in obj.get("spans", ())),
+                   obj.get("replayed", 0))
 
 
