@@ -50,12 +50,35 @@ def test_run_refuses_unknown_options(capsys):
     assert exc.value.code == 2 and "pytest arguments go after --" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("rc, div, perr, setup, code", [
-    (0, 0, 0, 0, 0), (1, 1, 0, 0, 1), (1, 1, 1, 0, 2), (1, 0, 1, 0, 2), (1, 0, 0, 1, 3),
-    (1, 4, 2, 1, 3), (1, 0, 0, 0, 3), (2, 0, 0, 0, 3), (4, 0, 0, 0, 3), (5, 0, 0, 0, 3),
+def _cell(flags="plain", check="encode", **counts):
+    return {"vocab": "v", "flags": flags, "check": check, "cases": 5, **counts}
+
+
+@pytest.mark.parametrize("rc, cells, setup, allow, code", [
+    (0, [_cell()], 0, False, cli.CLEAN),
+    (1, [_cell(divergent=1)], 0, False, cli.DIVERGENCES),
+    (1, [_cell(divergent=1), _cell("add", port_errors=1)], 0, False, cli.PORT_ERRORS),
+    (1, [_cell(divergent=1), _cell("add", errors=1)], 0, False, cli.ERRORS),
+    (1, [_cell(divergent=1)], 1, False, cli.ERRORS),            # a collection error too
+    (1, [_cell()], 0, False, cli.ERRORS),                       # failed, but why?
+    (2, [_cell()], 0, False, cli.ERRORS), (4, [], 0, False, cli.ERRORS), (5, [], 0, False, cli.ERRORS),
+    (0, [_cell(), _cell("parse", cases=0, unsupported=3)], 0, False, cli.INCOMPLETE),
+    (0, [_cell(), _cell("parse", cases=0, unsupported=3)], 0, True, cli.CLEAN),
+    (0, [_cell(), _cell("parse", unsupported=3)], 0, True, cli.CLEAN),           # partial: unsupported only
+    (0, [_cell(), _cell("parse", not_checked=3)], 0, True, cli.INCOMPLETE),      # partial: not checked
+    (0, [_cell(cases=0, unsupported=3)], 0, True, cli.INCOMPLETE),               # nothing compared at all
+    (1, [_cell(divergent=1), _cell("parse", cases=0, unsupported=3)], 0, False, cli.DIVERGENCES),
 ])
-def test_exit_code_worst_outcome_wins(rc, div, perr, setup, code):
-    assert cli.exit_code(pytest_rc=rc, divergences=div, port_errors=perr, setup_errors=setup) == code
+def test_exit_code_worst_outcome_wins(rc, cells, setup, allow, code):
+    assert cli.exit_code(pytest_rc=rc, cells=cells, setup_errors=setup, allow_unsupported=allow)[0] == code
+
+
+def test_a_failed_reference_check_is_an_error_and_its_unsupported_cells_do_not_count():
+    crosscheck = _cell(check="crosscheck")
+    assert cli.exit_code(pytest_rc=0, cells=[_cell()],
+                         reference_cells=[crosscheck, dict(crosscheck, flags="add", cases=0, unsupported=1)]) \
+        == (cli.CLEAN, "clean")
+    assert cli.exit_code(pytest_rc=1, cells=[_cell()], reference_cells=[dict(crosscheck, divergent=1)])[0] == cli.ERRORS
 
 
 # --- run, end to end, from outside the checkout (the suite comes from the installed package) --
