@@ -62,10 +62,13 @@ def _explore(h, given_args: dict, body: Callable, settings_overrides: dict | Non
     by the hunt ``h`` (:meth:`~harness.engine.hunt.Hunt.explore_body`: nothing it raises
     reaches Hypothesis, so no crashed example is rerun)."""
     from hypothesis import given, settings
+
+    from harness.inputs.strategies import seeded_generation
     test = given(**given_args)(h.explore_body(body))
     if settings_overrides:
         test = settings(**settings_overrides)(test)
-    test()
+    with seeded_generation():
+        test()
 
 
 def encode(vut, flags, make_hunt: Callable, *, fast, replay=(), first=(),
