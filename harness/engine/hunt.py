@@ -197,6 +197,7 @@ class Hunt:
             return
         except Exception as e:
             self.crash(e)
+            self.tally.not_checked += 1  # this input was not compared either
             return
         self.tally.cases += 1
         if found is not None:
@@ -247,6 +248,7 @@ class Hunt:
                 raise  # Hypothesis' own control flow (assume, stop)
             except Exception as e:
                 self.absorb(e)
+                self.tally.not_checked += 1  # this example was not compared
         return guarded
 
     def passed_case(self) -> None:
