@@ -220,7 +220,7 @@ def _differential(spec: Spec, vut, flags, request) -> None:
                  "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large]}
     if spec.max_examples is not None:
         overrides["max_examples"] = spec.max_examples
-    checks.encode(vut, flags, _make_hunt(request, vut), fast=fast, replay=known,
+    checks.encode(vut, flags, _make_hunt(request, vut), fast=fast, first=known,
                   settings_overrides=overrides)
 
 
