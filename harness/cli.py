@@ -234,9 +234,10 @@ def reproduce_line(args: argparse.Namespace) -> str:
     """The command that runs this run again with its seed (from an empty replay store, the
     same inputs in the same order, so the same causes).
 
-    >>> a = parser().parse_args(["run", "--port", "my port {vocab}", "--vocabs", "qwen2", "--seed", "7"])
+    >>> a = parser().parse_args(["run", "--port", "my port {vocab}", "--vocabs", "qwen2", "--profile", "ci",
+    ...                          "--seed", "7"])
     >>> reproduce_line(a)
-    "llama-conformance run --port 'my port {vocab}' --vocabs qwen2 --profile conformance --seed 7"
+    "llama-conformance run --port 'my port {vocab}' --vocabs qwen2 --profile ci --seed 7"
     """
     argv = ["llama-conformance", "run", "--port", args.port]
     if args.vocabs:
