@@ -108,7 +108,7 @@ def test_a_group_keeps_its_first_cases_and_diagnoses_a_handful():
     for n in range(KEEP + 500, 0, -1):
         g.add("x" * n, run("x" * n))
     assert g.count == KEEP + 500 and len(g.kept) == KEEP and g.first == "x" * (KEEP + 500)
-    assert [x for x, _ in g.shortest()[:2]] == ["x" * 501, "x" * 502]
+    assert [x for x, _, _ in g.shortest()[:2]] == ["x" * 501, "x" * 502]
     d = Diagnoser(("x_as_y",))
     finder = CauseFinder(run, shrink_text, d)
     finder.settle(g, same_signature)

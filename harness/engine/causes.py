@@ -28,7 +28,7 @@ cause.
 >>> g = Group(("encode", "replaces", "letter"))
 >>> for x in ["abcdef", "ab", "abc"]:
 ...     g.add(x, None)
->>> g.count, g.first, [x for x, _ in g.shortest()][:2]
+>>> g.count, g.first, [x for x, _, _ in g.shortest()][:2]
 (3, 'abcdef', ['ab', 'abc'])
 """
 
@@ -74,10 +74,13 @@ class Group:
     signature: Any
     count: int = 0
     kept: list = field(default_factory=list)  # (input, finding), in arrival order
+    replayed: set = field(default_factory=set)  # indices into kept of the replay store's inputs
 
-    def add(self, x, finding) -> None:
+    def add(self, x, finding, replayed: bool = False) -> None:
         self.count += 1
         if len(self.kept) < KEEP:
+            if replayed:
+                self.replayed.add(len(self.kept))
             self.kept.append((x, finding))
 
     @property
@@ -85,9 +88,9 @@ class Group:
         return self.kept[0][0]
 
     def shortest(self) -> list:
-        """The kept (input, finding) pairs, shortest input first (ties: arrival order)."""
+        """The kept (input, finding, replayed) triples, shortest input first (ties: arrival order)."""
         order = sorted(range(len(self.kept)), key=lambda k: (_size(self.kept[k][0]), k))
-        return [self.kept[k] for k in order]
+        return [(*self.kept[k], k in self.replayed) for k in order]
 
 
 @dataclass(eq=False)
@@ -99,6 +102,7 @@ class Cause:
     signature: Any = None
     explanations: tuple = ()  # ((key, title, rule), ...)
     cases: int = 0
+    replayed: int = 0  # its cases that came from the replay store
 
     @property
     def keys(self) -> tuple[str, ...]:
@@ -106,7 +110,7 @@ class Cause:
 
     def stamped(self):
         """The finding carrying this cause's explanations and its case count."""
-        return replace(self.finding, cases=self.cases, explanations=self.explanations)
+        return replace(self.finding, cases=self.cases, explanations=self.explanations, replayed=self.replayed)
 
 
 class CauseFinder:
@@ -157,16 +161,17 @@ class CauseFinder:
         first_x, first_f = group.kept[0]
         first_f = self.rerun(first_x) or first_f
         if self.diagnoser is None:
-            self._seed(first_x, first_f, signature, []).cases = group.count
+            cause = self._seed(first_x, first_f, signature, [])
+            cause.cases, cause.replayed = group.count, len(group.replayed)
             return
         new: list[Cause] = []
         ordered = group.shortest()
         home = self._explained(first_f)
         if home is None:
             home = self._seed(first_x, first_f, signature, new)
-            self._diagnose(home, [f for _, f in ordered])
+            self._diagnose(home, [f for _, f, _ in ordered])
         deadline, reached, diagnoses = time.perf_counter() + SECONDS, 0, 1
-        for x, f in ordered:
+        for x, f, replayed in ordered:
             if time.perf_counter() > deadline:
                 break
             owner = self._explained(f) or self._met(f)
@@ -181,6 +186,7 @@ class CauseFinder:
                 else:
                     owner = unexplained or self._seed(x, f, signature, new)
             owner.cases += 1
+            owner.replayed += replayed
             reached += 1
         home.cases += group.count - reached  # past KEEP or past the time: the group's first cause
 
@@ -194,6 +200,7 @@ class CauseFinder:
             owner = None if c.keys else self._met(c.finding)
             if owner is not None:
                 owner.cases += c.cases
+                owner.replayed += c.replayed
             else:
                 kept.append(c)
         return [c for c in kept if c.cases]

@@ -18,9 +18,17 @@ Outcomes are counted apart, never as passes:
 - ``unsupported``: cases the port said it cannot express;
 - ``port_error_cases``: cases the port answered with an error, crashed or hung on;
   each distinct root error is reported once (``port_errors``);
-- ``not_checked``: inputs never compared because the port was down.
+- ``not_checked``: inputs never compared because the port was down, or because the check
+  stopped on an error;
+- ``errors``: the check raised something other than a divergence or a port error (a bug in
+  the harness, the reference, or an adapter's code outside its calls): the first such
+  exception is kept (``error``: its last line; ``error_at``: where it was raised), the
+  cases checked before it are kept, and nothing after it runs or counts.
 
-Shrink attempts are not cases.
+Shrink attempts are not cases, and no exception ever reaches Hypothesis from a check, so
+Hypothesis never reruns (shrinks) a crashed example: :meth:`Hunt.explore_body` catches it.
+Inputs from the replay store (earlier runs' shrunk failures) are counted apart
+(``replayed``), and so are the divergent cases among them, per finding.
 
 >>> h = Hunt("encode", "plain", lambda s: None, vocab="v")
 >>> for s in ["a", "b"]:
@@ -32,14 +40,41 @@ Shrink attempts are not cases.
 from __future__ import annotations
 
 import time
+import traceback
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Callable
+from pathlib import Path
+from typing import Any, Callable, Iterator
 
 from harness.engine.causes import CauseFinder, Group
 from harness.engine.replay import jsonable, save_replay
 from harness.errors import PortError, PortRequestError, PortUnsupported, root_cause
 
 from harness.reports.cells import cell_outcome
+
+
+def error_summary(e: BaseException) -> tuple[str, str]:
+    """``(last line, where)`` of an exception: its type and message, and the file, line and
+    function where it was raised (paths relative to the directory holding ``harness``).
+
+    >>> try:
+    ...     b"x" + "y"
+    ... except TypeError as e:
+    ...     error_summary(e)[0]
+    "TypeError: can't concat str to bytes"
+    """
+    last = traceback.format_exception_only(type(e), e)[-1].strip()
+    frames = traceback.extract_tb(e.__traceback__)
+    if not frames:
+        return last, ""
+    f = frames[-1]
+    root = Path(__file__).resolve().parents[2]
+    try:
+        where = str(Path(f.filename).resolve().relative_to(root))
+    except ValueError:
+        where = f.filename
+    return last, f"{where}:{f.lineno} in {f.name}"
+
 
 class CheckFailed(AssertionError):
     """Raised by :meth:`Hunt.finish` when a test found divergences or port errors;
@@ -72,7 +107,11 @@ class Tally:
     port_error_cases: int = 0
     not_checked: int = 0
     capped: int = 0
+    errors: int = 0            # 1 if the check stopped on an exception (see the module docstring)
+    replayed: int = 0          # inputs from the replay store, run first
     unsupported_reason: str = ""
+    error: str = ""            # the exception's last line
+    error_at: str = ""         # file:line in function, where it was raised
     restarts: list = field(default_factory=list)     # notes of port restarts before this test
     findings: list = field(default_factory=list)      # Finding objects
     port_errors: list = field(default_factory=list)   # {"message", "stderr", "cases", "fatal"}
@@ -83,6 +122,7 @@ class Tally:
         """The cell outcome of these counts (:func:`harness.reports.cells.cell_outcome`)."""
         return cell_outcome({"divergences": len(self.findings), "divergent": self.divergent,
                              "port_errors": len(self.port_errors), "cases": self.cases,
+                             "errors": self.errors,
                              "unsupported": self.unsupported, "not_checked": self.not_checked,
                              "unsupported_reason": self.unsupported_reason})
 
@@ -113,8 +153,10 @@ class Hunt:
         self.tally = Tally(vocab, check, flags)
         self.groups: dict[Any, Group] = {}  # signature -> its divergent inputs (first, count, sample)
         self.down = False
+        self.error: Exception | None = None  # the first exception the check raised
         self.replay_key = replay_key
         self._errors: dict[str, dict] = {}
+        self._replaying = False
         self._started = time.perf_counter()
 
     # --- running ------------------------------------------------------------------------
@@ -122,20 +164,34 @@ class Hunt:
         """The port declared it cannot express this test's op or flags: nothing runs."""
         self.tally.unsupported_reason = reason
 
-    def begin(self, unsupported_reason: str = "", replay=()) -> bool:
+    @property
+    def stopped(self) -> bool:
+        """Nothing more runs: the port is down, or the check raised (:attr:`error`)."""
+        return self.down or self.error is not None
+
+    def begin(self, unsupported_reason: str = "", first=(), *, replay=()) -> bool:
         """Start the test: if the port declared it cannot express it, note why and
-        return False (nothing runs); else check the ``replay`` inputs (earlier shrunk
-        failures) first and return True."""
+        return False (nothing runs); else check the ``replay`` inputs (earlier runs'
+        shrunk failures, from the replay store: counted in ``replayed``) and the
+        ``first`` inputs (golden cases, known texts) first, and return True."""
         if unsupported_reason:
             self.declare_unsupported(unsupported_reason)
             return False
-        for x in replay:
+        self._replaying = True
+        try:
+            for x in replay:
+                self.tally.replayed += 1
+                self.case(x)
+        finally:
+            self._replaying = False
+        for x in first:
             self.case(x)
         return True
 
     def case(self, x) -> None:
-        """Check one input (ignored once the port is down: counted as not checked)."""
-        if self.down:
+        """Check one input (ignored once stopped: counted as not checked). An exception
+        other than a port error stops the hunt (:meth:`crash`); it is not raised."""
+        if self.stopped:
             self.tally.not_checked += 1
             return
         try:
@@ -143,9 +199,61 @@ class Hunt:
         except PortError as e:
             self.failed_case(x, e)
             return
+        except Exception as e:
+            self.crash(e)
+            self.tally.not_checked += 1  # this input was not compared either
+            return
         self.tally.cases += 1
         if found is not None:
             self._divergent(x, found)
+
+    def crash(self, e: Exception) -> None:
+        """The check raised ``e`` (not a divergence, not a port error): keep the first such
+        exception; nothing more runs or counts. :meth:`finish` raises it again."""
+        if self.error is None:
+            self.error = e
+            self.tally.errors = 1
+            self.tally.error, self.tally.error_at = error_summary(e)
+
+    def absorb(self, e: Exception) -> None:
+        """File an exception raised outside :meth:`case` where it belongs: unsupported, a
+        port error (the port is then down unless it was one request's error), or a crash."""
+        if isinstance(e, PortUnsupported):
+            self.tally.unsupported += 1
+        elif isinstance(e, PortError):
+            self._port_error(e, fatal=not isinstance(e, PortRequestError))
+            self.tally.port_errors = list(self._errors.values())
+        else:
+            self.crash(e)
+
+    @contextmanager
+    def guard(self) -> Iterator[None]:
+        """Run a check's body: whatever it raises is filed by :meth:`absorb`, so the test
+        ends through :meth:`finish` with the cases checked so far."""
+        try:
+            yield
+        except Exception as e:
+            self.absorb(e)
+
+    def explore_body(self, body: Callable) -> Callable:
+        """``body`` as a Hypothesis test body that never raises: once the hunt is stopped an
+        example is counted as not checked and nothing runs; an exception is filed
+        (:meth:`absorb`) instead of reaching Hypothesis, which would rerun the example to
+        shrink it (those reruns would be counted as cases)."""
+        from hypothesis.errors import HypothesisException
+
+        def guarded(*args, **kwargs):
+            if self.stopped:
+                self.tally.not_checked += 1
+                return
+            try:
+                body(*args, **kwargs)
+            except HypothesisException:
+                raise  # Hypothesis' own control flow (assume, stop)
+            except Exception as e:
+                self.absorb(e)
+                self.tally.not_checked += 1  # this example was not compared
+        return guarded
 
     def passed_case(self) -> None:
         """Count an input whose answers were compared, and agreed, elsewhere (the fast phase)."""
@@ -153,7 +261,7 @@ class Hunt:
 
     def failed_case(self, x, error: Exception) -> None:
         """Count an input the port could not answer: unsupported, or a port error."""
-        if self.down:
+        if self.stopped:
             self.tally.not_checked += 1
         elif isinstance(error, PortUnsupported):
             self.tally.unsupported += 1
@@ -170,7 +278,7 @@ class Hunt:
                 self.tally.capped += 1
                 return
             self.groups[sig] = Group(sig)
-        self.groups[sig].add(x, found)
+        self.groups[sig].add(x, found, replayed=self._replaying)
 
     def _port_error(self, e: PortError, fatal: bool) -> None:
         self.tally.port_error_cases += 1
@@ -184,10 +292,18 @@ class Hunt:
 
     # --- the end --------------------------------------------------------------------------
     def finish(self) -> Tally:
-        """Shrink each distinct divergence and fill the tally. Raises :class:`CheckFailed`
-        if anything diverged or failed, and skips the test (pytest) if the port could
-        express none of it; returns the tally otherwise."""
+        """Shrink each distinct divergence and fill the tally. Raises the check's own
+        exception again if it stopped on one (with a note of what ran before it),
+        :class:`CheckFailed` if anything diverged or failed, and skips the test (pytest)
+        if the port could express none of it; returns the tally otherwise."""
         tally = self._settle()
+        if self.error is not None:
+            t = tally
+            self.error.add_note(f"conformance: the {t.check} check of {t.vocab} ({t.flags}) stopped on this "
+                                f"error after {t.cases} case(s) (at {t.error_at}); its cell reads 'error'")
+            if tally.findings or tally.port_errors:
+                self.error.add_note(str(CheckFailed(tally)))
+            raise self.error
         if tally.findings or tally.port_errors:
             raise CheckFailed(tally)
         if tally.outcome == "unsupported":
@@ -218,11 +334,15 @@ class Hunt:
             return found
         try:
             return self.detail(found)
-        except PortError:
+        except Exception:  # the token spans are a convenience: the finding stands without them
             return found
 
     def _rerun(self, x):
+        """A shrink attempt (never a case): the finding, or None if it agrees or fails."""
         try:
             return self.run(x)
         except PortError:
+            return None
+        except Exception as e:  # the check raised on a shrunk input: an error, still not a case
+            self.crash(e)
             return None

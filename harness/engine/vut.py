@@ -23,6 +23,7 @@ from harness.inputs.strategies import VocabTexts
 from harness.inputs.vocabtexts import vocab_texts
 from harness.ports import Port
 from harness.protocol.client import ExternalPort
+from harness.protocol.server import WrongAnswerType, checked_answer
 from harness.reports.diff import first_byte_divergence, first_divergence, token_spans
 from harness.reports.finding import BYTE_CHECKS, Finding
 
@@ -104,13 +105,14 @@ class VocabUnderTest:
     def call_port(self, method: str, arg, **flags):
         """``port.<method>(arg, **flags)``. An in-process port's NotImplementedError is
         :class:`PortUnsupported`; any other exception becomes a PortError naming the
-        input (traceback kept as its stderr and cause)."""
+        input (traceback kept as its stderr and cause), and so does an answer of the wrong
+        type (a ``str`` for bytes, a non-int id), naming the method and the type."""
         op = {"token_to_piece": "piece"}.get(method, method)
         reason = self.unsupported_reason(op, **flags)
         if reason:
             raise PortUnsupported(reason)
         try:
-            return getattr(self.port, method)(arg, **flags)
+            answer = getattr(self.port, method)(arg, **flags)
         except PortError:
             raise
         except NotImplementedError as e:
@@ -119,6 +121,11 @@ class VocabUnderTest:
             raise PortRequestError(f"port {self.port_spec!r} raised {type(e).__name__}: {e} in {method}"
                                    f"({arg!r}, {flags}) on vocab {self.name}",
                                    stderr=traceback.format_exc()) from e
+        try:
+            return checked_answer(method, answer)
+        except WrongAnswerType as e:  # the port's bug, named: not a traceback from inside the engine
+            raise PortRequestError(f"port {self.port_spec!r} {e} in {method}({arg!r:.200}, {flags}) "
+                                   f"on vocab {self.name}") from None
 
     def pieces(self, ids) -> dict[int, bytes]:
         """Reference pieces (special=True) of the in-range ids."""

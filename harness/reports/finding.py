@@ -21,6 +21,7 @@ Its JSON (:meth:`Finding.to_json`) is one entry of ``conformance.json``'s
      "port_pieces": {"<id>": "<hex of the port's own piece>"},
      "spans": [[[start, end], ...], [[start, end], ...]], # text bytes per id, both sides
      "signature": [str], "cases": int,                   # reference-side signature; cases of its cause
+     "replayed": int,        # of those cases, inputs from the replay store (earlier runs' failures)
      "diagnosis": [str],                                 # the catalogue variants that reproduce it
      "explanations": [{"key", "title", "rule"}],          # each, with its parameter, title and rule
      "cause": str,                                       # its cause's id (conformance.json's causes)
@@ -68,6 +69,7 @@ class Finding:
     cases: int = 1
     signature: tuple = ()
     spans: tuple = ()  # ((start, end) per reference id, (start, end) per port id): text bytes
+    replayed: int = 0  # of ``cases``, inputs from the replay store; == cases: only the store found it
     # The catalogue variants that reproduce the port's output exactly, most specific first:
     # (key, title, rule), the key naming the variant and its bound parameter, if any.
     explanations: tuple = ()
@@ -112,7 +114,7 @@ class Finding:
                "unparse_special": self.unparse_special, "text": self.text,
                "text_utf8_hex": self.text.encode("utf-8", "surrogatepass").hex(),
                "index": d.index, "byte_offset": d.byte_offset,
-               "byte_offset_exact": d.offset_exact, "cases": self.cases,
+               "byte_offset_exact": d.offset_exact, "cases": self.cases, "replayed": self.replayed,
                "signature": list(self.signature), "spans": [list(map(list, side)) for side in self.spans],
                "diagnosis": list(self.diagnosis),
                "explanations": [{"key": k, "title": t, "rule": r} for k, t, r in self.explanations],
@@ -149,6 +151,7 @@ class Finding:
                    obj.get("remove_special"), obj.get("unparse_special"), own, obj.get("cases", 1),
                    tuple(obj.get("signature", ())),
                    tuple(tuple(tuple(span) for span in side) for side in obj.get("spans", ())),
-                   tuple((e["key"], e["title"], e["rule"]) for e in obj.get("explanations", ())))
+                   replayed=obj.get("replayed", 0),
+                   explanations=tuple((e["key"], e["title"], e["rule"]) for e in obj.get("explanations", ())))
 
 

@@ -2,9 +2,10 @@
 
 CI systems read JUnit XML: each cause a test shows becomes its own failing test case,
 named ``<test> [C2]`` and titled by the cause, carrying that test's finding of it, so a
-CI page lists bugs, not signatures. A test's port errors are an ``error``; a test the port
-could not express is ``skipped`` with the reason (never a pass); every test case carries
-its cell's counts and outcome as properties.
+CI page lists bugs, not signatures. A test whose check itself raised (cell outcome
+``error``) and a test's port errors are JUnit ``error`` s; a test the port could not
+express, or that nothing ran, is ``skipped`` with the reason (never a pass); every test
+case carries its cell's counts and outcome as ``conformance_*`` properties.
 
 >>> from xml.etree import ElementTree as ET
 >>> from harness.reports.run import RunReport
@@ -39,6 +40,10 @@ def junit_xml(run) -> str:
         for message in errors_of.get(test, []):
             ET.SubElement(case, "error", message=message.splitlines()[0][:300], type="port error").text = message
             counts["errors"] += 1
+        if cell.get("outcome") == "error":
+            ET.SubElement(case, "error", message=str(cell.get("error", "the check raised"))[:300],
+                          type="error").text = f"{cell.get('error', '')}\n  at {cell.get('error_at', '?')}"
+            counts["errors"] += 1
         if not mine and not errors_of.get(test) and cell.get("outcome") in ("unsupported", "not checked"):
             reason = cell.get("unsupported_reason") or cell.get("outcome")
             ET.SubElement(case, "skipped", message=f"{cell.get('outcome')}: {reason}")
@@ -60,8 +65,9 @@ def _case(suite, classname: str, name: str, cell: dict, counts: dict):
     case = ET.SubElement(suite, "testcase", classname=classname, name=name,
                          time=f"{float(cell.get('seconds', 0.0)):.3f}")
     props = ET.SubElement(case, "properties")
-    for key in ("outcome", "cases", "divergent", "unsupported", "port_error_cases", "not_checked", "capped"):
+    for key in ("outcome", "cases", "divergent", "unsupported", "port_error_cases", "not_checked", "capped",
+                "error"):
         if key in cell:
-            ET.SubElement(props, "property", name=key, value=str(cell[key]))
+            ET.SubElement(props, "property", name=f"conformance_{key}", value=str(cell[key]))
     counts["tests"] += 1
     return case
