@@ -3,9 +3,11 @@
 #   make test          the harness's own tests (fetches and builds the reference first)
 #   make dist          wheel + sdist in dist/ (pip install gives the llama-conformance command)
 # Options: PORT="cmd --vocab {vocab}"  VOCABS="qwen2 llama-spm"  SOURCE=sdist|github|dir  LLAMA_CPP_DIR=...
-#          HYPOTHESIS_PROFILE=ci|conformance|thorough  BUDGET=5m  CONFORMANCE_SEED=0  JOBS=auto
+#          HYPOTHESIS_PROFILE=ci|conformance|thorough  BUDGET=5m  CONFORMANCE_SEED=N  JOBS=auto
 #          KNOWN_EXAMPLES=0 (generation alone)  PIN=<pin name or commit prefix> (default: the newest)
-# The targets call `llama-conformance` (harness/cli.py), the command `pip install` gives.
+#          ALLOW_UNSUPPORTED=1 (declared-unsupported cases pass)  REPORTS=reports
+# The targets call `llama-conformance` (harness/cli.py), the command `pip install` gives. GNU make
+# exits 2 whenever a recipe fails: tools/conformance.sh is make conformance with its own exit code.
 
 PYTHON ?= python3
 VENV   := .venv
@@ -13,10 +15,11 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 CLI    := $(VENV)/bin/llama-conformance
 JOBS   ?= auto
+REPORTS ?= reports
 SOURCE ?=
 SOURCE_FLAG := $(if $(SOURCE),--source $(SOURCE),)
 
-export LLAMA_CPP_DIR PORT VOCABS HYPOTHESIS_PROFILE KNOWN_EXAMPLES BUDGET CONFORMANCE_SEED PIN
+export LLAMA_CPP_DIR PORT VOCABS HYPOTHESIS_PROFILE KNOWN_EXAMPLES BUDGET CONFORMANCE_SEED PIN ALLOW_UNSUPPORTED
 
 .PHONY: all fetch reference test test-slow test-remote chromium openssh conformance sweep bench scoreboard pin pin-diff test-pins verify dist clean help coverage fuzz
 
@@ -72,8 +75,14 @@ openssh:
 chromium:
 	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
 
+# Exit codes of llama-conformance run: 0 clean, 1 divergences, 2 port errors, 3 errors, 4 incomplete.
+# make itself exits 2 on any of 1-4 (its "Error N" line keeps N); tools/conformance.sh (the same
+# variables) exits with N itself. CONFORMANCE_EXIT=FILE writes N there (what the script reads).
 conformance: reference
-	$(CLI) run --no-fetch --jobs $(JOBS) --report-dir reports
+	@$(CLI) run --no-fetch --jobs $(JOBS) --report-dir $(REPORTS); code=$$?; \
+	  $(if $(CONFORMANCE_EXIT),echo $$code > '$(CONFORMANCE_EXIT)';) \
+	  [ $$code -eq 0 ] || echo "make conformance: llama-conformance exited $$code; make exits 2 on any failure (tools/conformance.sh exits $$code)"; \
+	  exit $$code
 
 sweep: reference
 	$(PY) tools/sweep.py --via session $(VOCABS)

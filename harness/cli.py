@@ -13,19 +13,22 @@ Subcommands:
 * ``fetch``, ``build``, ``pin``: the pinned reference (vocabs, sources and builds
   live in the per-user cache, see ``reference.paths``).
 
-Exit codes of ``run`` (the worst that happened wins):
+Exit codes of ``run`` (:func:`exit_code`; the first that applies, in this order: 3, 2, 1, 4):
 
-* 0: clean, every check passed;
-* 1: divergences: the port disagrees with llama.cpp;
+* 3: errors: a check raised (an ``error`` cell), the reference's own check failed, or the
+  run could not be set up (a collection error, a bad option, a missing build);
 * 2: port errors: the port crashed, hung or answered garbage;
-* 3: set-up errors: the reference or the suite could not run (a test failed
-  without a finding, a collection error, a bad option, a missing build).
+* 1: divergences: the port disagrees with llama.cpp;
+* 4: incomplete: nothing above, but some cell is unsupported, partial or not checked, or
+  no case was compared at all (``--allow-unsupported`` lets cases the port declared
+  unsupported pass);
+* 0: clean: every cell passed.
 
 >>> args = parser().parse_args(["run", "--port", "python -m harness serve --vocab {vocab}", "--vocabs", "qwen2"])
->>> args.port, args.vocabs, args.jobs
-('python -m harness serve --vocab {vocab}', ['qwen2'], 'auto')
->>> exit_code(pytest_rc=1, divergences=3, port_errors=0, setup_errors=0)
-1
+>>> args.port, args.vocabs, args.jobs, args.allow_unsupported
+('python -m harness serve --vocab {vocab}', ['qwen2'], 'auto', False)
+>>> exit_code(pytest_rc=1, cells=[{"vocab": "v", "flags": "plain", "check": "encode", "cases": 3, "divergent": 1}])
+(1, 'divergences')
 """
 
 from __future__ import annotations
@@ -33,9 +36,12 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import shlex
 import sys
 
-CLEAN, DIVERGENCES, PORT_ERRORS, SETUP_ERRORS = 0, 1, 2, 3
+CLEAN, DIVERGENCES, PORT_ERRORS, ERRORS, INCOMPLETE = 0, 1, 2, 3, 4
+SETUP_ERRORS = ERRORS  # the name before the error outcome: a set-up error is one kind of error
+EXIT_CODES = "0 clean, 1 divergences, 2 port errors, 3 errors, 4 incomplete"
 
 # Subcommands that hand their arguments to an existing module's own parser (one code path).
 DELEGATES = {
@@ -48,14 +54,14 @@ DELEGATES = {
     "build": ("reference.__main__", ["build"], "build the pinned llama-tokenize and libllama (cached)"),
     "pin": ("reference.__main__", ["pin"], "move the pin to another llama.cpp commit"),
     "prepare": ("harness.remote.prepare", [], "make SSH hosts ready for run --hosts (package, pin, build)"),
-    "merge": ("harness.mergecmd", [], "merge the reports of several runs (CI shards) into one"),
+    "merge": ("harness.cli:merge", [], "merge the reports of several runs (CI shards) into one"),
 }
 
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="llama-conformance", description="Check a port of llama.cpp's tokenizer against the pinned llama.cpp.",
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog="exit codes of run: 0 clean, 1 divergences, 2 port errors, 3 set-up errors")
+                                epilog=f"exit codes of run: {EXIT_CODES}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _run_parser(sub)
     for name, (_module, _prefix, helptext) in DELEGATES.items():
@@ -70,7 +76,8 @@ def _run_parser(sub) -> None:
                        description="Run the conformance suite against a port: golden, known texts, generated "
                                    "encode and decode, every piece, and the llama-tokenize cross-check, under "
                                    "every flag combination.",
-                       epilog="exit codes: 0 clean, 1 divergences, 2 port errors, 3 set-up errors")
+                       epilog=f"exit codes: {EXIT_CODES} (unsupported, partial or not checked cells; "
+                              "see --allow-unsupported)")
     r.add_argument("--port", default=os.environ.get("PORT") or "harness",
                    help='the port: a command with {vocab} (a .gguf path is substituted), e.g. '
                         '"java -jar port.jar --vocab {vocab}"; or harness, llama.cpp, py:MODULE:FACTORY '
@@ -85,8 +92,13 @@ def _run_parser(sub) -> None:
                    help="pytest-xdist workers: a number or auto (default: $JOBS, else auto)")
     r.add_argument("--report-dir", default="reports",
                    help="where conformance.json, conformance.html and conformance-junit.xml go (default: reports)")
-    r.add_argument("--seed", type=int, default=None,
-                   help="seed of Hypothesis and of the fast random phase (CONFORMANCE_SEED), to reproduce a run")
+    r.add_argument("--seed", type=int, default=_env_int("CONFORMANCE_SEED"),
+                   help="seed of Hypothesis and of the fast random phase (default: $CONFORMANCE_SEED, else a "
+                        "new one each run); the run prints it in its `reproduce:` line")
+    r.add_argument("--allow-unsupported", action="store_true",
+                   default=os.environ.get("ALLOW_UNSUPPORTED", "") == "1",
+                   help="let cases the port declares unsupported pass: exit 0, not 4, when they are all "
+                        "that is missing (default: $ALLOW_UNSUPPORTED=1)")
     r.add_argument("--budget", default=os.environ.get("BUDGET") or None,
                    help="wall time for the fast random phases, e.g. 5m or 300s (default: $BUDGET, else "
                         "the profile's counts)")
@@ -104,6 +116,11 @@ def _run_parser(sub) -> None:
     add_layout_options(r)
     r.add_argument("pytest_args", nargs="*", metavar="-- PYTEST_ARG",
                    help="further pytest arguments, after --")
+
+
+def _env_int(name: str) -> int | None:
+    value = os.environ.get(name, "").strip()
+    return int(value) if value.lstrip("-").isdigit() else None
 
 
 def _env_list(name: str) -> list[str] | None:
@@ -126,7 +143,7 @@ def pytest_argv(args: argparse.Namespace, tx: list[str] | None = None) -> list[s
             *(["-n", str(args.jobs)] if tx is None else tx), "--dist", "loadgroup",
             # harness and reference are imported before pytest starts (fetch, build): nothing to rewrite.
             "-W", "ignore::pytest.PytestAssertRewriteWarning",
-            f"--conformance-reports={report_dir}", f"--junitxml={os.path.join(report_dir, 'conformance-junit.xml')}"]
+            f"--conformance-reports={report_dir}"]
     if args.seed is not None:
         argv.append(f"--hypothesis-seed={args.seed}")
     if args.shard:
@@ -162,46 +179,69 @@ def run_env(args: argparse.Namespace) -> dict[str, str]:
     return env
 
 
-def exit_code(*, pytest_rc: int, divergences: int, port_errors: int, setup_errors: int) -> int:
-    """The documented exit code (the worst outcome wins).
+def exit_code(*, pytest_rc: int, cells=(), reference_cells=(), setup_errors: int = 0,
+              allow_unsupported: bool = False) -> tuple[int, str]:
+    """The documented exit code and why, from the run's cells (see the module docstring).
 
-    >>> exit_code(pytest_rc=0, divergences=0, port_errors=0, setup_errors=0)
-    0
-    >>> exit_code(pytest_rc=1, divergences=2, port_errors=1, setup_errors=0)
-    2
-    >>> exit_code(pytest_rc=1, divergences=0, port_errors=0, setup_errors=0)  # failed, but why?
-    3
+    >>> cell = {"vocab": "v", "flags": "plain", "check": "encode", "cases": 3}
+    >>> exit_code(pytest_rc=0, cells=[cell])
+    (0, 'clean')
+    >>> exit_code(pytest_rc=0, cells=[cell, dict(cell, flags="parse", cases=0, unsupported=5)])[0]
+    4
+    >>> exit_code(pytest_rc=0, cells=[cell, dict(cell, flags="parse", cases=0, unsupported=5)], allow_unsupported=True)
+    (0, 'clean (1 unsupported cell(s) allowed by --allow-unsupported)')
+    >>> exit_code(pytest_rc=1, cells=[dict(cell, errors=1), dict(cell, flags="add", port_errors=1)])
+    (3, 'errors: 1 error cell(s)')
     """
-    if setup_errors or pytest_rc not in (0, 1):
-        return SETUP_ERRORS
-    if port_errors:
-        return PORT_ERRORS
-    if divergences:
-        return DIVERGENCES
-    return CLEAN if pytest_rc == 0 else SETUP_ERRORS
+    from harness.reports.cells import incomplete, merge_cells
+    port = list(merge_cells(cells).values())
+    ref = list(merge_cells(reference_cells).values())
+    outcomes = [c["outcome"] for c in port]
+    ref_bad = [c for c in ref if c["outcome"] in ("divergence", "error", "port error")]
+    if setup_errors or pytest_rc not in (0, 1) or "error" in outcomes or ref_bad:
+        why = [f"{n} {what}" for n, what in ((outcomes.count("error"), "error cell(s)"),
+                                             (len(ref_bad), "failed reference check cell(s)"),
+                                             (setup_errors, "set-up error(s)")) if n]
+        return ERRORS, "errors: " + (", ".join(why) or f"pytest exit status {pytest_rc}")
+    if "port error" in outcomes:
+        return PORT_ERRORS, "port errors"
+    if "divergence" in outcomes:
+        return DIVERGENCES, "divergences"
+    if pytest_rc != 0:
+        return ERRORS, "errors: a test failed without a finding"
+    short = [c for c in port if incomplete(c, allow_unsupported)]
+    if short or not any(c.get("cases") for c in port):
+        kinds: dict[str, int] = {}
+        for c in short:
+            kinds[c["outcome"]] = kinds.get(c["outcome"], 0) + 1
+        why = ", ".join(f"{n} {k} cell(s)" for k, n in sorted(kinds.items())) or "no case was compared"
+        hint = " (--allow-unsupported lets declared-unsupported cases pass)" if not allow_unsupported and \
+            any(c["outcome"] in ("unsupported", "partial") for c in short) else ""
+        return INCOMPLETE, f"incomplete: {why}{hint}"
+    allowed = sum(1 for c in port if c["outcome"] in ("unsupported", "partial"))
+    return CLEAN, "clean" + (f" ({allowed} unsupported cell(s) allowed by --allow-unsupported)" if allowed else "")
 
 
 class Outcome:
-    """Controller-side pytest plugin: sorts every failed test into divergence, port error or set-up error.
-
-    A failure is a divergence or a port error when the conformance plugin attached that
-    finding to its report; any other failure (or error in setup) is a set-up error.
-    """
+    """Controller-side pytest plugin: gathers every test's cells (the conformance plugin's
+    tallies) and counts failures no tally explains (collection errors, a failed teardown)."""
 
     def __init__(self):
-        self.divergences = self.port_errors = self.setup_errors = 0
+        self.cells: list[dict] = []
+        self.reference_cells: list[dict] = []
+        self.setup_errors = 0
 
     def pytest_runtest_logreport(self, report):
         import json
 
         from harness.conformance.plugin import TALLY_KEY
+        from harness.reports.cells import REFERENCE_CHECKS
 
         tallies = [json.loads(v) for k, v in report.user_properties if k == TALLY_KEY]
-        if any(t["port_errors"] for t in tallies):
-            self.port_errors += 1
-        elif any(t["findings"] for t in tallies):
-            self.divergences += 1
-        elif report.failed:
+        for t in tallies:
+            counts = t["counts"]
+            (self.reference_cells if counts["check"] in REFERENCE_CHECKS else self.cells).append(counts)
+        if report.failed and not tallies:
             self.setup_errors += 1
 
     def pytest_collectreport(self, report):
@@ -209,10 +249,42 @@ class Outcome:
             self.setup_errors += 1
 
 
+def reproduce_line(args: argparse.Namespace) -> str:
+    """The command that runs this run again with its seed (from an empty replay store, the
+    same inputs in the same order, so the same causes).
+
+    >>> a = parser().parse_args(["run", "--port", "my port {vocab}", "--vocabs", "qwen2", "--profile", "ci",
+    ...                          "--seed", "7"])
+    >>> reproduce_line(a)
+    "llama-conformance run --port 'my port {vocab}' --vocabs qwen2 --profile ci --seed 7"
+    """
+    argv = ["llama-conformance", "run", "--port", args.port]
+    if args.vocabs:
+        argv += ["--vocabs", *args.vocabs]
+    if args.pin:
+        argv += ["--pin", args.pin]
+    argv += ["--profile", args.profile, "--seed", str(args.seed)]
+    if args.budget:
+        argv += ["--budget", args.budget]
+    if args.no_known_examples:
+        argv.append("--no-known-examples")
+    if args.allow_unsupported:
+        argv.append("--allow-unsupported")
+    if getattr(args, "shard", None):
+        argv += ["--shard", args.shard]  # (not --hosts: hosts change where tests run, not what they find)
+    if args.pytest_args:
+        argv += ["--", *args.pytest_args]
+    return shlex.join(argv)
+
+
 def run(args: argparse.Namespace) -> int:
+    import random
+
     import pytest
 
     from harness.errors import HarnessError
+    if args.seed is None:
+        args.seed = random.SystemRandom().randrange(1, 2**31)  # printed below: the run reproduces
     try:
         os.environ.update(run_env(args))
         if args.shard:
@@ -220,7 +292,9 @@ def run(args: argparse.Namespace) -> int:
             parse_shard(args.shard)
     except HarnessError as e:
         print(f"llama-conformance: {e}", file=sys.stderr)
-        return SETUP_ERRORS
+        return ERRORS
+    reproduce = reproduce_line(args)
+    os.environ["LLAMA_CONFORMANCE_REPRODUCE"] = reproduce  # recorded in conformance.json's run
     if not args.no_fetch:
         prepared = _prepare_reference()
         if prepared:
@@ -240,15 +314,15 @@ def run(args: argparse.Namespace) -> int:
     rc = int(pytest.main(pytest_argv(args, tx), plugins=[outcome, *plugins]))
     if rc == pytest.ExitCode.NO_TESTS_COLLECTED and args.shard:
         print(f"llama-conformance: shard {args.shard} holds no vocab (fewer vocabs than shards); "
-              "its empty report is written for the merge", file=sys.stderr)
-        rc = 0
-    code = exit_code(pytest_rc=rc, divergences=outcome.divergences, port_errors=outcome.port_errors,
-                     setup_errors=outcome.setup_errors)
-    print(f"llama-conformance: exit {code} ({_MEANING[code]}); reports in {args.report_dir}/", file=sys.stderr)
+              f"its empty report is written for the merge; exit {CLEAN}", file=sys.stderr)
+        return CLEAN
+    code, why = exit_code(pytest_rc=rc, cells=outcome.cells, reference_cells=outcome.reference_cells,
+                          setup_errors=outcome.setup_errors, allow_unsupported=args.allow_unsupported)
+    budget = " (--budget runs by wall time: the same inputs in the same order, as many as time allows)" \
+        if args.budget else ""
+    print(f"reproduce: {reproduce}{budget}", file=sys.stderr)
+    print(f"llama-conformance: exit {code} ({why}); reports in {args.report_dir}/", file=sys.stderr)
     return code
-
-
-_MEANING = {CLEAN: "clean", DIVERGENCES: "divergences", PORT_ERRORS: "port errors", SETUP_ERRORS: "set-up errors"}
 
 
 def _prepare_reference() -> int:
@@ -257,8 +331,8 @@ def _prepare_reference() -> int:
 
     for step in (["fetch"], ["build"]):
         if reference_main(step) != 0:
-            print(f"llama-conformance: `{step[0]}` failed; exit 3 (set-up error)", file=sys.stderr)
-            return SETUP_ERRORS
+            print(f"llama-conformance: `{step[0]}` failed; exit 3 (errors: set-up)", file=sys.stderr)
+            return ERRORS
     return 0
 
 
@@ -271,6 +345,30 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["PIN"] = args.pin
     module, _, function = target.partition(":")
     return getattr(importlib.import_module(module), function or "main")(prefix + rest)
+
+
+def merge(argv: list[str]) -> int:
+    """``merge DIR...`` (:mod:`harness.mergecmd`); its exit code is ``run``'s, from the merged cells."""
+    from harness.mergecmd import main as merge_main
+    return merge_main(argv, merged_exit_code)
+
+
+def merged_exit_code(data: dict, missing: list[str], allow_unsupported: bool = False) -> tuple[int, str]:
+    """:func:`exit_code` of a merged report, from every test's cells (``tallies``); a shard
+    missing (``merge --allow-missing``) makes it incomplete at best.
+
+    >>> cell = {"vocab": "v", "flags": "plain", "check": "encode", "cases": 3}
+    >>> merged_exit_code({"tallies": [{"counts": cell}]}, ["2/2"])
+    (4, 'incomplete: shard(s) 2/2 missing')
+    """
+    from harness.reports.cells import REFERENCE_CHECKS
+    cells = [t["counts"] for t in data["tallies"]]
+    code, why = exit_code(pytest_rc=0, cells=[c for c in cells if c["check"] not in REFERENCE_CHECKS],
+                          reference_cells=[c for c in cells if c["check"] in REFERENCE_CHECKS],
+                          allow_unsupported=allow_unsupported)
+    if missing and code in (CLEAN, INCOMPLETE):
+        return INCOMPLETE, f"incomplete: shard(s) {', '.join(missing)} missing"
+    return code, why
 
 
 def serve(argv: list[str]) -> int:

@@ -7,11 +7,12 @@ totals are printed as a run prints them (:mod:`harness.reports.merge` re-gathers
 test's tally into one report). Reports of another pin, port, profile or seed, overlapping
 reports and missing shards are refused with the values that differ.
 
-Exit codes: 0 clean, 1 divergences, 2 port errors, 3 a refusal, a missing shard
-(``--allow-missing``) or a cell not checked without a port error to explain it (a host
-lost mid-run). A shard's own set-up errors are in its own exit code and log.
+Its exit code is ``run``'s, from the merged cells (``harness.cli.merged_exit_code``: 0
+clean, 1 divergences, 2 port errors, 3 errors, 4 incomplete), 4 at best when shards are
+missing (``--allow-missing``), and 3 when the reports cannot be merged. A shard's own
+set-up errors (a collection error) are in its own exit code and log, not in its report.
 
->>> main(["/nonexistent/shard1"])  # stderr: "/nonexistent/shard1: no conformance.json there (...)"
+>>> main(["/nonexistent/shard1"], None)  # stderr: "/nonexistent/shard1: no conformance.json there (...)"
 3
 """
 
@@ -21,7 +22,7 @@ import argparse
 import sys
 from pathlib import Path
 
-CLEAN, DIVERGENCES, PORT_ERRORS, SETUP_ERRORS = 0, 1, 2, 3
+REFUSED = 3  # run's "errors"
 
 
 def parser() -> argparse.ArgumentParser:
@@ -30,13 +31,16 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("reports", nargs="+", metavar="DIR", help="report directories (or conformance.json files)")
     p.add_argument("--report-dir", "-o", default="reports", help="where the merged reports go (default: reports)")
     p.add_argument("--allow-missing", action="store_true",
-                   help="merge even if shards are missing (the run lists them; exit 3)")
+                   help="merge even if shards are missing (the run lists them; exit 4 at best)")
+    p.add_argument("--allow-unsupported", action="store_true",
+                   help="as run's: cases the port declared unsupported do not make the exit code 4")
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None, exit_code) -> int:
+    """Merge as ``argv`` says; ``exit_code(data, missing, allow_unsupported) -> (code, why)``."""
     from harness.errors import HarnessError
-    from harness.reports.merge import check_mergeable, load_report, merge_junit, merged_run_info, regather
+    from harness.reports.merge import check_mergeable, load_report, merged_run_info, regather
 
     args = parser().parse_args(argv)
     out = Path(args.report_dir)
@@ -47,37 +51,17 @@ def main(argv: list[str] | None = None) -> int:
         missing = check_mergeable(reports, args.allow_missing)
     except HarnessError as e:
         print(f"llama-conformance merge: {e}", file=sys.stderr)
-        return SETUP_ERRORS
+        return REFUSED
     run = regather(reports)
-    out.mkdir(parents=True, exist_ok=True)
-    junit = out / "conformance-junit.xml"
-    junit.unlink(missing_ok=True)
-    data = run.write(out, merged_run_info(reports, missing))
-    if not junit.exists():  # the reports room writes none: join the runs' own (pytest's)
-        files = [p for name, _ in reports if (p := _dir(name) / "conformance-junit.xml").is_file()]
-        junit.write_text(merge_junit(files), encoding="utf-8")
+    data = run.write(out, merged_run_info(reports, missing))  # JSON, HTML and JUnit, as a run writes them
     for title, text in run.summary(str(out)):
         if title is not None:
             print(f"{'-' if title.startswith('-') else '='} {title.lstrip('-')} {'-' if title.startswith('-') else '='}")
         print(text)
-    code = exit_code(data, missing)
-    print(f"llama-conformance merge: {len(reports)} report(s), exit {code}; merged reports in {out}/", file=sys.stderr)
+    code, why = exit_code(data, missing, args.allow_unsupported)
+    print(f"llama-conformance merge: {len(reports)} report(s); exit {code} ({why}); merged reports in {out}/",
+          file=sys.stderr)
     return code
-
-
-def exit_code(data: dict, missing: list[str]) -> int:
-    """The run's exit code from the merged totals (see the module docstring).
-
-    >>> exit_code({"totals": {"divergences": 2, "port_errors": 0, "cells_by_outcome": {"divergence": 1}}}, [])
-    1
-    """
-    t = data["totals"]
-    outcomes = t.get("cells_by_outcome", {})
-    if missing or outcomes.get("error") or (outcomes.get("not checked") and not t.get("port_errors")):
-        return SETUP_ERRORS
-    if t.get("port_errors"):
-        return PORT_ERRORS
-    return DIVERGENCES if t.get("divergences") else CLEAN
 
 
 def _dir(name: str) -> Path:
@@ -91,6 +75,3 @@ def _same_dir(out: Path, name: str) -> bool:
     except OSError:
         return False
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -63,6 +63,7 @@ class Outcome:
     differing: int = 0
     by_kind: dict = field(default_factory=dict)
     load: dict | None = None  # set when a pin refuses to load the vocab
+    skipped: list = field(default_factory=list)  # texts not sent: {"vocab", "source", "text", "reason"}
 
 
 # --- the two sides ----------------------------------------------------------------------------
@@ -170,21 +171,24 @@ def plan(a: _lock.Lock, b: _lock.Lock, tree_a: Path, tree_b: Path, workdir: Path
     return targets
 
 
-def _aborts_in_llama(target: Target, texts: list[str]) -> set[str]:
+def _aborts_in_llama(target: Target, texts: list[str]) -> dict[str, str]:
     """Texts llama.cpp aborts on for a derived WHITESPACE vocab (a space gap on a gpt2 model,
-    see tests/test_pretypes_derived.py): not sent, so that the run is not one restart per text."""
+    see tests/test_pretypes_derived.py), each with the reason: not sent, so that the run is not
+    one restart per text, and reported as skipped.
+
+    The prediction is the harness tokenizer's (its LlamaAbort); a text it cannot judge is sent."""
     if target.pre != "whitespace":
-        return set()
+        return {}
     from harness.tokenizer.algorithms.bpe import LlamaAbort
     from harness.tokenizer import Tokenizer
 
     tok = Tokenizer.from_gguf(target.path_a)
-    out = set()
+    out = {}
     for t in texts:
         try:
             tok.encode(t)
-        except LlamaAbort:
-            out.add(t)
+        except LlamaAbort as e:
+            out[t] = f"the harness tokenizer predicts llama.cpp aborts on it (not sent): {e}"
         except HarnessError:
             pass
     return out
@@ -237,6 +241,8 @@ def run_target(target: Target, a: str, b: str, texts: dict[str, list[str]]) -> t
             out.differing = 1  # one pin loads the vocab, the other refuses it
         return out, []
     skip = _aborts_in_llama(target, [t for ts in texts.values() for t in ts])
+    out.skipped = [{"vocab": target.label, "source": kind, "text": t, "reason": skip[t]}
+                   for kind, ts in texts.items() for t in dict.fromkeys(ts) if t in skip]
     try:
         for flags in FLAGS:
             for kind, ts in texts.items():
@@ -286,7 +292,8 @@ def pin_diff(frm: str, to: str, *, budget: int = 300, seed: int = 0, only: list[
         artifacts(pin=p.name)  # ReferenceUnavailable, naming `make reference PIN=...`, if not built
     tree_a, tree_b = Path(make_source(a).tree()), Path(make_source(b).tree())
     report = {"from": _pin_info(a), "to": _pin_info(b), "static": static_changes(a, tree_a, b, tree_b),
-              "texts": {}, "vocabs": [], "differences": [], "started": time.strftime("%Y-%m-%dT%H:%M:%S")}
+              "texts": {}, "vocabs": [], "differences": [], "skipped": [],
+              "started": time.strftime("%Y-%m-%dT%H:%M:%S")}
     texts = {"golden": golden_texts(a), "corpus": corpus_texts(), "generated": rule_texts(budget, seed)}
     report["texts"] = {k: len(v) for k, v in texts.items()}
     t0 = time.monotonic()
@@ -297,11 +304,13 @@ def pin_diff(frm: str, to: str, *, budget: int = 300, seed: int = 0, only: list[
         for n, target in enumerate(targets, 1):
             outcome, diffs = run_target(target, a.name, b.name, texts)
             print(f"pin-diff: [{n}/{len(targets)}] {target.label}: {outcome.cases} cases, "
-                  f"{outcome.differing} differ", file=sys.stderr)
+                  f"{outcome.differing} differ, {len(outcome.skipped)} text(s) skipped", file=sys.stderr)
             report["vocabs"].append({"vocab": target.label, "kind": target.kind, "pre": target.pre,
                                      "cases": outcome.cases, "differing": outcome.differing,
+                                     "skipped": len(outcome.skipped),
                                      "by_kind": outcome.by_kind, "load": outcome.load})
             report["differences"] += diffs
+            report["skipped"] += outcome.skipped
     report["seconds"] = round(time.monotonic() - t0, 1)
     report["changes"] = tracked_changes(a.name, b.name)
     report["cases"] = sum(v["cases"] for v in report["vocabs"])

@@ -2,8 +2,10 @@
 
 A port spec (the ``PORT`` variable of ``make conformance``) is one of
 - ``harness``: the harness's own tokenizer (the default);
-- ``llama.cpp``: llama.cpp itself, in process (must give zero divergences);
-- ``llama.cpp@<pin>``: another pin's llama.cpp, out of process (``python -m reference serve``);
+- ``llama.cpp``: the selected pin's llama.cpp as a port like any other: out of process,
+  ``python -m reference serve``, over the same protocol and engine (batches, decode,
+  pieces, restarts, reports), so its zero divergences prove all of that end to end;
+- ``llama.cpp@<pin>``: another pin's llama.cpp, the same way;
 - ``llama-tokenize``: the pinned CLI (encode only; what the cross-check compares);
 - ``py:MODULE:FACTORY``: a Python adapter in process: ``FACTORY(vocab_path)`` returns an
   object with ``encode``/``decode``/``token_to_piece``/``n_vocab`` (keyword flags, as
@@ -76,19 +78,20 @@ def load_adapter(spec: str, vocab_path: str | Path) -> Port:
 def open_port(spec: str, vocab_path: str | Path, *, reference: Port | None = None) -> Port:
     """The port named by ``spec`` for one vocab file (see the module docstring).
 
-    ``reference`` (the in-process reference for the same vocab) is reused for
-    ``llama.cpp`` and supplies ``n_vocab`` to external ports.
+    ``reference`` (the in-process reference for the same vocab) supplies ``n_vocab`` to
+    external ports. No spec gives the oracle itself: a port compared with the very object
+    that judges it could not diverge.
     """
     spec = spec.strip() or "harness"
     if spec == "harness":
         from harness.tokenizer import Tokenizer  # late: only this spec needs it
         return Tokenizer.from_gguf(vocab_path)
-    if spec == "llama.cpp":
-        from reference.inproc import load_reference  # late: needs libllama
-        return reference if reference is not None else load_reference(vocab_path)
-    if spec.startswith("llama.cpp@"):  # another pin's llama.cpp, in its own process (reference/serve.py)
+    if spec == "llama.cpp" or spec.startswith("llama.cpp@"):
+        # A pin's llama.cpp in its own process (reference/serve.py); the selected pin by default.
         import sys
-        pin = spec.removeprefix("llama.cpp@")
+
+        from reference.lock import load
+        pin = spec.partition("@")[2] or load().name
         return ExternalPort(f"{shlex.quote(sys.executable)} -m reference serve --pin {shlex.quote(pin)} "
                             "--vocab {vocab}", vocab_path, n_vocab=reference.n_vocab if reference else 0)
     if spec == "llama-tokenize":

@@ -131,8 +131,10 @@ class FunctionPort:
         self.takes_vocab = len(inspect.signature(fn).parameters) == 4
 
     def encode(self, text: str, *, add_special: bool = False, parse_special: bool = False) -> list[int]:
+        """The function's answer as it gave it: the engine checks its type (a ``str`` or a
+        non-int id is a port error naming ``encode`` and the type, not a traceback)."""
         extra = (self.path,) if self.takes_vocab else ()
-        return list(self.fn(text, add_special, parse_special, *extra))
+        return self.fn(text, add_special, parse_special, *extra)
 
 
 class _FunctionSession:
@@ -218,7 +220,7 @@ def _differential(spec: Spec, vut, flags, request) -> None:
                  "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large]}
     if spec.max_examples is not None:
         overrides["max_examples"] = spec.max_examples
-    checks.encode(vut, flags, _make_hunt(request, vut), fast=fast, replay=known,
+    checks.encode(vut, flags, _make_hunt(request, vut), fast=fast, first=known,
                   settings_overrides=overrides)
 
 

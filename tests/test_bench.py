@@ -52,7 +52,7 @@ def test_bench_runs_end_to_end(tmp_path):
     rows = report["rows"]
     # The engine table: every port checked every text, found nothing, next to the oracle's rate.
     engine = report["engine"]
-    assert sorted(engine["ports"]) == ["harness", "harness serve", "llama.cpp"]
+    assert sorted(engine["ports"]) == ["harness", "harness serve", "oracle itself"]
     assert all(p["cases"] == 200 and p["divergent"] == 0 and p["port_errors"] == 0 for p in engine["ports"].values())
     assert engine["oracle_encode_per_s"] > 0 and engine["hypothesis_cases_per_s"] > 0
     assert [r["vocab"] for r in rows] == ["gpt-2", "llama-spm"]

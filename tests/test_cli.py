@@ -51,12 +51,35 @@ def test_run_refuses_unknown_options(capsys):
     assert exc.value.code == 2 and "pytest arguments go after --" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("rc, div, perr, setup, code", [
-    (0, 0, 0, 0, 0), (1, 1, 0, 0, 1), (1, 1, 1, 0, 2), (1, 0, 1, 0, 2), (1, 0, 0, 1, 3),
-    (1, 4, 2, 1, 3), (1, 0, 0, 0, 3), (2, 0, 0, 0, 3), (4, 0, 0, 0, 3), (5, 0, 0, 0, 3),
+def _cell(flags="plain", check="encode", **counts):
+    return {"vocab": "v", "flags": flags, "check": check, "cases": 5, **counts}
+
+
+@pytest.mark.parametrize("rc, cells, setup, allow, code", [
+    (0, [_cell()], 0, False, cli.CLEAN),
+    (1, [_cell(divergent=1)], 0, False, cli.DIVERGENCES),
+    (1, [_cell(divergent=1), _cell("add", port_errors=1)], 0, False, cli.PORT_ERRORS),
+    (1, [_cell(divergent=1), _cell("add", errors=1)], 0, False, cli.ERRORS),
+    (1, [_cell(divergent=1)], 1, False, cli.ERRORS),            # a collection error too
+    (1, [_cell()], 0, False, cli.ERRORS),                       # failed, but why?
+    (2, [_cell()], 0, False, cli.ERRORS), (4, [], 0, False, cli.ERRORS), (5, [], 0, False, cli.ERRORS),
+    (0, [_cell(), _cell("parse", cases=0, unsupported=3)], 0, False, cli.INCOMPLETE),
+    (0, [_cell(), _cell("parse", cases=0, unsupported=3)], 0, True, cli.CLEAN),
+    (0, [_cell(), _cell("parse", unsupported=3)], 0, True, cli.CLEAN),           # partial: unsupported only
+    (0, [_cell(), _cell("parse", not_checked=3)], 0, True, cli.INCOMPLETE),      # partial: not checked
+    (0, [_cell(cases=0, unsupported=3)], 0, True, cli.INCOMPLETE),               # nothing compared at all
+    (1, [_cell(divergent=1), _cell("parse", cases=0, unsupported=3)], 0, False, cli.DIVERGENCES),
 ])
-def test_exit_code_worst_outcome_wins(rc, div, perr, setup, code):
-    assert cli.exit_code(pytest_rc=rc, divergences=div, port_errors=perr, setup_errors=setup) == code
+def test_exit_code_worst_outcome_wins(rc, cells, setup, allow, code):
+    assert cli.exit_code(pytest_rc=rc, cells=cells, setup_errors=setup, allow_unsupported=allow)[0] == code
+
+
+def test_a_failed_reference_check_is_an_error_and_its_unsupported_cells_do_not_count():
+    crosscheck = _cell(check="crosscheck")
+    assert cli.exit_code(pytest_rc=0, cells=[_cell()],
+                         reference_cells=[crosscheck, dict(crosscheck, flags="add", cases=0, unsupported=1)]) \
+        == (cli.CLEAN, "clean")
+    assert cli.exit_code(pytest_rc=1, cells=[_cell()], reference_cells=[dict(crosscheck, divergent=1)])[0] == cli.ERRORS
 
 
 # --- run, end to end, from outside the checkout (the suite comes from the installed package) --
@@ -95,6 +118,84 @@ def test_run_exit_codes_end_to_end(tmp_path):
     assert "no-such-vocab" in out
 
 
+def _faulty(*options: str) -> str:
+    return " ".join([shlex.quote(sys.executable), shlex.quote(str(REPO / "tests" / "ports" / "faulty_port.py")),
+                     "--vocab {vocab}", *options])
+
+
+@pytest.mark.reference
+def test_unsupported_cases_exit_4_unless_allowed_and_make_passes_the_code_on(tmp_path):
+    """A port that answers unsupported to every parse_special encode and every decode, and
+    is exact otherwise: incomplete (4), not clean; clean with --allow-unsupported.
+    tools/conformance.sh (make conformance's variables) exits with the command's code;
+    make itself exits 2 on any failure, its Error line keeping the code."""
+    import json
+    import os
+    from reference.build import artifacts
+    require(artifacts)
+    port = _faulty("--refuse parse_special=true,decode")
+    env = {k: v for k, v in os.environ.items() if k not in ("PORT", "VOCABS", "PIN", "ALLOW_UNSUPPORTED")}
+    env["LLAMA_CONFORMANCE_REPLAY"] = str(tmp_path / "replay")
+
+    def make(*argv, reports):
+        proc = subprocess.run([*argv, "HYPOTHESIS_PROFILE=ci", "JOBS=0", f"REPORTS={tmp_path / reports}"],
+                              cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+        return proc.returncode, proc.stdout + proc.stderr
+
+    code, out = make(str(REPO / "tools" / "conformance.sh"), f"PORT={port}", "VOCABS=llama-spm", reports="script")
+    assert code == cli.INCOMPLETE, out[-3000:]
+    assert "exit 4 (incomplete: 8 unsupported cell(s) (--allow-unsupported lets" in out
+    report = json.loads((tmp_path / "script" / "conformance.json").read_text())
+    assert report["totals"]["cells_by_outcome"] == {"pass": 7, "unsupported": 8}
+    code, out = make("make", "--no-print-directory", "conformance", "PORT=harness", "VOCABS=no-such-vocab",
+                     reports="make")
+    assert code == 2 and "Error 3" in out and "llama-conformance exited 3" in out, out[-3000:]
+    code, out = _run(tmp_path, "--port", port, "--vocabs", "llama-spm", "--allow-unsupported",
+                     "--", "-k", "test_golden or test_decode",
+                     env_extra={"LLAMA_CONFORMANCE_REPLAY": str(tmp_path / "replay")})
+    assert code == cli.CLEAN, out[-3000:]
+    assert "exit 0 (clean (4 unsupported cell(s) allowed by --allow-unsupported))" in out
+
+
+@pytest.mark.reference
+def test_the_reproduce_line_reruns_the_same_causes_from_an_empty_replay_store(tmp_path):
+    import json
+    import os
+    from reference.build import artifacts
+    require(artifacts)
+    port = _faulty("--bugs digits,nbsp")
+    code, out = _run(tmp_path, "--port", port, "--vocabs", "llama-spm", "--", "-k", "test_encode and plain",
+                     env_extra={"LLAMA_CONFORMANCE_REPLAY": str(tmp_path / "store-a")})
+    assert code == cli.DIVERGENCES, out[-3000:]
+    [line] = re.findall(r"^reproduce: (.*)$", out, re.M)
+    first = json.loads((tmp_path / "r" / "conformance.json").read_text())
+    seed = first["run"]["fast_seed"]
+    assert f"--seed {seed} " in line and first["run"]["hypothesis_seed"] == seed and first["run"]["reproduce"] == line
+
+    def causes(report):
+        return sorted((tuple(d["signature"]), d["text"], d["cases"]) for d in report["divergences"])
+
+    # As printed (the installed command), from another directory and an empty replay store.
+    argv = shlex.split(line)
+    argv[0] = str(Path(sys.executable).parent / "llama-conformance")
+    again = tmp_path / "again"
+    again.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("PORT", "VOCABS", "PIN", "HYPOTHESIS_PROFILE",
+                                                            "CONFORMANCE_SEED")}
+    env["LLAMA_CONFORMANCE_REPLAY"] = str(tmp_path / "store-b")
+    proc = subprocess.run(argv, cwd=again, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == cli.DIVERGENCES, (proc.stdout + proc.stderr)[-3000:]
+    second = json.loads((again / "reports" / "conformance.json").read_text())
+    assert len(causes(first)) >= 2 and causes(second) == causes(first)
+    assert first["totals"]["replayed_inputs"] == second["totals"]["replayed_inputs"] == 0
+    # Run again on the first store: its shrunk inputs run first, counted apart.
+    code, out = _run(tmp_path, *argv[2:argv.index("--")], "--", "-k", "test_encode and plain",
+                     env_extra={"LLAMA_CONFORMANCE_REPLAY": str(tmp_path / "store-a")})
+    third = json.loads((tmp_path / "r" / "conformance.json").read_text())
+    assert third["totals"]["replayed_inputs"] == len(causes(first)) and "replay store: " in out
+    assert {tuple(d["signature"]) for d in third["divergences"]} == {c[0] for c in causes(first)}
+
+
 # --- docs/ci.md: every llama-conformance line the recipes run is one the CLI accepts ---------
 
 def _ci_command_lines() -> list[str]:
@@ -128,7 +229,9 @@ def test_ci_command_lines_parse():
         else:
             # a delegate: its own parser must accept the rest
             target, prefix, _ = cli.DELEGATES[args.command]
-            module = importlib.import_module(target.partition(":")[0])
+            # merge's entry is harness.cli:merge (for run's exit codes); its parser is mergecmd's
+            module = importlib.import_module("harness.mergecmd" if args.command == "merge"
+                                             else target.partition(":")[0])
             if hasattr(module, "parser"):
                 module.parser().parse_args(prefix + rest)
             else:

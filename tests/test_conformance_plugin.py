@@ -45,14 +45,17 @@ def test_plugin_reports_what_workers_found(pytester, workers):
     args = ["-p", "harness.conformance.plugin", f"--conformance-reports={out}", *workers]
     result = (pytester.runpytest_subprocess if workers else pytester.runpytest_inprocess)(*args)
     result.assert_outcomes(failed=1, passed=1)
-    result.stdout.fnmatch_lines(["*conformance: (vocab, flags) x check*", "v * plain * 1/0*",
+    # The causes first (undiagnosed here: one unexplained cause), then the table, then the totals.
+    result.stdout.fnmatch_lines(["*conformance: 1 cause(s) in 3 divergent case(s)*",
+                                 "*C1: unexplained*", "DIVERGENCE [[]encode[]] vocab=v pre_type=QWEN2*",
+                                 "*conformance: (vocab, flags) x check*", "v * plain * 1/0*",
                                  "v * parse * 4/2*",
-                                 "DIVERGENCE [[]encode[]] vocab=v pre_type=QWEN2*",
-                                 "*2 distinct divergence(s) in 3 divergent case(s), 0 port error(s)*"])
+                                 "*1 cause(s) in 3 divergent case(s) (2 finding(s)), 0 port error(s)*"])
     data = json.loads((out / "conformance.json").read_text(encoding="utf-8"))
     # Two signatures (text lengths 2 and 3): the first text of each, and how many cases share it.
-    assert [(d["text"], d["cases"]) for d in data["divergences"]] == [("ax", 2), ("axx", 1)]
-    assert data["vocabs"]["v"]["encode"]["cases"] == 5 and data["schema"] == 2
+    assert [(d["text"], d["cases"], d["cause"]) for d in data["divergences"]] == [("ax", 2, "C1"), ("axx", 1, "C1")]
+    assert data["vocabs"]["v"]["encode"]["cases"] == 5 and data["schema"] == 3
+    assert [(c["id"], c["cases"], c["findings"]) for c in data["causes"]] == [("C1", 3, [0, 1])]
     cells = {c["flags"]: c for c in data["cells"]}
     assert (cells["parse"]["outcome"], cells["parse"]["divergent"]) == ("divergence", 3)
     assert cells["plain"]["outcome"] == "pass"

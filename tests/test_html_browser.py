@@ -55,3 +55,29 @@ def test_chromium_draws_each_findings_token_spans(tmp_path):
     subprocess.run([_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--window-size=1200,900",
                     f"--screenshot={shot}", page.as_uri()], capture_output=True, timeout=120)
     assert shot.stat().st_size > 20_000  # a page was laid out and painted, not a blank
+
+
+def test_chromium_shows_one_section_per_cause_with_its_findings_folded(tmp_path):
+    """Three causes (two diagnosed, one unexplained), five findings: one section each, the
+    smallest example drawn, the others folded under it."""
+    d = Divergence(1, 1, True, (64, 4102, 65), (64, 220, 65))
+    nbsp = (("char_read_as_space:'\\xa0'", "U+00A0 read as a space (U+0020); llama.cpp: its own bytes", "r1"),)
+    digits = (("digits_single", "digits split one by one; llama.cpp: \\p{N}{1,3}", "r2"),)
+    findings = [Finding("encode", v, "QWEN2", False, p, t, d, "faulty", {}, cases=n, explanations=e,
+                        spans=(((0, 1), (1, 3), (3, 4)), ((0, 1), (1, 2), (2, 3))))
+                for v, p, t, n, e in (("qwen2", False, "a\xa0b", 9, nbsp), ("gpt-2", True, "\xa0\xa0b", 4, nbsp),
+                                      ("qwen2", True, "x\xa0", 2, nbsp), ("gpt-2", False, "1234", 7, digits),
+                                      ("qwen2", False, "zz", 1, ()))]
+    report = {"run": {"pin": "0c1e57098", "port": "faulty"}, "totals": {"causes": 3}, "cells": [],
+              "port_errors": []}
+    page = tmp_path / "conformance.html"
+    page.write_text(html_page(report, findings), encoding="utf-8")
+    dom = subprocess.run([_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom",
+                          page.as_uri()], capture_output=True, text=True, timeout=120).stdout
+    sections = re.findall(r'<div class="cause" id="cause-(C\d)"><h3>(.*?)</h3>(.*?)(?=<div class="cause"|</body>)',
+                          dom, re.S)
+    assert [(cid, h.split(" · ")[1][:11]) for cid, h, _ in sections] == [
+        ("C1", "U+00A0 read"), ("C2", "digits spli"), ("C3", "unexplained")]
+    nbsp_section = sections[0][2]
+    assert nbsp_section.count('<div class="finding"') == 3 and "2 more finding(s) of this cause" in nbsp_section
+    assert "x\\xa0" in nbsp_section.split("<details>")[0]  # the smallest example comes first, outside the fold

@@ -43,3 +43,36 @@ def test_a_module_skipped_at_import_is_an_error_when_required(pytester, monkeypa
     pytester.makepyfile(test_x="import pytest\npytest.importorskip('no_such_module_here')\n")
     result = pytester.runpytest_inprocess("-p", "no:cacheprovider")
     result.assert_outcomes(errors=1)
+
+
+def _make_test_paths() -> tuple[list[str], list[str]]:
+    """(test paths, doctest paths) of the pytest command in the Makefile's ``test`` recipe."""
+    import re
+    makefile = (Path(__file__).parents[1] / "Makefile").read_text(encoding="utf-8")
+    m = re.search(r'-m pytest .*?-m "not slow and not pins" (.+?)\s*\\?\n\s*--doctest-modules (.+?) --ignore', makefile)
+    assert m, "the Makefile's test recipe changed: update this test"
+    return m.group(1).split(), m.group(2).split()
+
+
+def test_every_item_make_test_collects_falls_under_the_rule(pytester, monkeypatch):
+    """The same paths as make test: a skipping example test, a doctest that skips, and a doctest
+    marked +SKIP (which runs instead) are judged by the root conftest.py."""
+    tests, doctests = _make_test_paths()
+    assert "examples/toyport/tests" in tests and {"harness", "reference", "tools"} <= set(doctests)
+    root = Path(__file__).parents[1]
+    pytester.makeconftest((root / "conftest.py").read_text(encoding="utf-8"))
+    pytester.makefile(".toml", pyproject='[tool.pytest.ini_options]\naddopts = "-ra"\n')
+    for path in tests + doctests:
+        (pytester.path / path).mkdir(parents=True, exist_ok=True)
+    (pytester.path / "examples/toyport/tests/test_example.py").write_text(
+        "import pytest\n\ndef test_needs_a_vocab():\n    pytest.skip('no vocab for the example')\n")
+    (pytester.path / "harness/skipping_doc.py").write_text(
+        '"""\n>>> import pytest; pytest.skip("a docstring example that skips")\n"""\n')
+    (pytester.path / "tools/marked_doc.py").write_text('"""\n>>> 1 + 1  # doctest: +SKIP\n2\n"""\n')
+    (pytester.path / "reference/plain_doc.py").write_text('"""\n>>> 2 * 2\n4\n"""\n')
+    monkeypatch.setenv("LLAMA_CONFORMANCE_REQUIRE_REFERENCE", "1")
+    result = pytester.runpytest_subprocess(*tests, "--doctest-modules", *doctests, "-p", "no:cacheprovider", "-rA")
+    result.assert_outcomes(failed=2, passed=2)
+    result.stdout.fnmatch_lines(["*where nothing may skip: *no vocab for the example*"])
+    result.stdout.fnmatch_lines(["*where nothing may skip: *a docstring example that skips*"])
+    result.stdout.fnmatch_lines(["PASSED tools/marked_doc.py::marked_doc*"])

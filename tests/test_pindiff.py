@@ -61,3 +61,35 @@ def test_another_pin_is_a_port(tmp_path):
         assert old.encode("hello world") == require(InProcessReference.load, path).encode("hello world")
     finally:
         old.close()
+
+
+@pytest.mark.reference
+def test_texts_pin_diff_does_not_send_are_counted_and_listed_with_the_reason(tmp_path):
+    """A derived WHITESPACE vocab: llama.cpp aborts on a whitespace gap, so those texts are not
+    sent; each is counted and listed with why (the pin against itself: only one build needed)."""
+    from harness.conformance.needs import require
+    from harness.reports.pindiff import render_md
+    from harness.tokenizer.gguf import GGUFValueType as T
+    from harness.tokenizer.gguf.writer import rewrite_metadata
+    from reference.build import artifacts
+    from reference.lock import load
+    from reference.vocabs import vocab_path
+
+    require(artifacts)
+    path = tmp_path / "gpt2-pre-whitespace.gguf"
+    rewrite_metadata(require(vocab_path, "gpt-2"), path, {"tokenizer.ggml.pre": (T.STRING, "whitespace")})
+    target = D.Target("gpt-2+pre=whitespace", "derived", path, path, "whitespace")
+    pin = load().name
+    outcome, diffs = D.run_target(target, pin, pin, {"golden": ["single", "  two spaces", "  two spaces"]})
+    assert (outcome.cases, outcome.differing, diffs) == (4, 0, [])   # "single" under 4 flag combinations
+    [skipped] = outcome.skipped
+    assert (skipped["text"], skipped["source"]) == ("  two spaces", "golden")
+    assert "predicts llama.cpp aborts on it (not sent)" in skipped["reason"]
+    report = {"from": {"name": pin, "commit": "c", "sdist": None}, "to": {"name": pin, "commit": "c", "sdist": None,
+              "tree_sha256": None}, "static": {"files": [], "pre_types_added": [], "pre_types_removed": [],
+              "pre_names_added": [], "pre_names_removed": [], "tokenizer_sources_changed": [],
+              "unicode_data_changed": False}, "texts": {"golden": 3}, "seconds": 1, "cases": 4,
+              "vocabs": [{"vocab": target.label, "cases": 4, "differing": 0, "skipped": 1}], "differences": [],
+              "skipped": outcome.skipped}
+    md = render_md(report)
+    assert "1 text(s) skipped" in md and "## Texts skipped (1)" in md and "'  two spaces'" in md

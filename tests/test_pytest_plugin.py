@@ -104,6 +104,16 @@ def test_an_injected_bug_is_found_shrunk_and_reported(pytester, monkeypatch):
     assert shortest <= 2, report["divergences"]
 
 
+@pytest.mark.reference
+def test_a_tokenize_returning_the_wrong_type_is_a_port_error_naming_encode_and_the_type(pytester, monkeypatch):
+    result, report = _run(pytester, monkeypatch, "' '.join(map(str, ids))")  # a str of ids, not a list
+    result.assert_outcomes(failed=5)
+    assert report["totals"]["errors"] == 0 and report["divergences"] == []
+    assert {c["outcome"] for c in report["cells"]} == {"port error"}
+    [err] = report["port_errors"]
+    assert "returned str from encode (expected a list of int ids)" in err["message"], err["message"]
+
+
 def test_known_texts_are_the_suites():
     from harness.pytest_plugin import _known_texts
 

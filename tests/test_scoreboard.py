@@ -111,20 +111,33 @@ def _cells(vocab, check, outcomes):
              "outcome": o} for f, o in zip(("plain", "parse", "add", "add_parse"), outcomes)]
 
 
-REPORT = {"schema": 2,
+def _decode_div(vocab, ids, remove=True, unparse=False):
+    """A decode divergence as conformance.json has it: add/parse false, its own flags set."""
+    return {"check": "decode", "vocab": vocab, "add_special": False, "parse_special": False,
+            "remove_special": remove, "unparse_special": unparse, "text": "", "index": 1, "byte_offset": 1,
+            "reference_ids": ids, "port_ids": ids, "reference_bytes_hex": b" a".hex(),
+            "port_bytes_hex": b"a".hex(), "pieces": {}}
+
+
+REPORT = {"schema": 3,
           "cells": (_cells("v1", "encode", ["pass", "pass", "pass", "divergence"])
-                    + _cells("v1", "decode", ["pass"] * 4) + _cells("v2", "encode", ["pass"] * 4)
+                    + _cells("v1", "decode", ["pass", "pass", "divergence", "pass"])
+                    + _cells("v2", "encode", ["pass"] * 4)
                     + _cells("v2", "decode", ["pass", "unsupported", "pass", "unsupported"])
+                    + _cells("v5", "encode", ["pass"] * 4) + _cells("v5", "decode", ["pass"] * 4)
+                    + _cells("v5", "piece", ["pass", "pass"])
                     + [{"vocab": "v1", "check": "golden", "flags": "plain", "cases": 10, "outcome": "divergence"},
                        {"vocab": "v3", "check": "golden", "flags": "plain", "cases": 0, "outcome": "port error"}]),
           "divergences": [_div("v1", "golden", "a b"), _div("v1", "encode", "ab", True, True),
-                          _div("v1", "crosscheck", "zz")],
+                          _decode_div("v1", [5, 6, 7]), _decode_div("v1", [9])],
+          "reference_checks": {"divergences": [_div("v1", "crosscheck", "zz")]},
           "port_errors": [{"vocab": "v3", "test": "t", "message": "port crashed"}],
           "vocabs": {"v1": {"golden": {"cases": 10, "divergences": 1},
                             "encode": {"cases": 500, "divergences": 1}},
                      "v2": {"golden": {"cases": 4, "divergences": 0},
                             "encode": {"cases": 800, "divergences": 0}},
-                     "v3": {"encode": {"cases": 0, "divergences": 0, "port_errors": 1}}}}
+                     "v3": {"encode": {"cases": 0, "divergences": 0, "port_errors": 1}},
+                     "v5": {"encode": {"cases": 800, "divergences": 0}}}}
 
 
 @pytest.fixture
@@ -134,19 +147,36 @@ def cells(tmp_path):
     report = load_report(path)
     out = [fill_from_report(Cell("hf", v), report) for v in ("v1", "v2", "v3")]
     out.append(settle(Cell("hf", "v4", status="unsupported", error="ValueError: mpt | not supported")))
+    out.append(fill_from_report(Cell("hf", "v5"), report))
     return out
 
 
 def test_report_reader_builds_cells(cells):
-    v1, v2, v3, v4 = cells
-    assert (v1.status, v1.golden_text(), v1.generated_text()) == ("diverges", "9/10", "enc 3/4 dec 4/4")
-    assert [d["text"] for d in v1.oracle] == ["zz"] and len(v1.divergences) == 2
-    assert (v2.status, v2.golden_text(), v2.generated_text()) == ("pass", "4/4", "enc 4/4 dec 2/2 (2 unsupported)")
+    v1, v2, v3, v4, v5 = cells
+    assert (v1.status, v1.golden_text(), v1.generated_text()) == ("diverges", "9/10", "enc 3/4 dec 3/4")
+    assert [d["text"] for d in v1.oracle] == ["zz"] and len(v1.divergences) == 4
+    # Not every encode, decode and piece cell ran and passed: incomplete, not pass.
+    assert (v2.status, v2.golden_text(), v2.generated_text()) == \
+        ("incomplete", "4/4", "enc 4/4 dec 2/2 (2 unsupported)")
+    assert v2.shortfall() == ["decode parse: unsupported", "decode add_parse: unsupported", "piece: no cell"]
     assert (v3.status, v3.error) == ("port-error", "port crashed")
     # Nothing ran for v3: its golden cell and both generated checks say so, not "4/4".
     assert (v3.golden_text(), v3.generated_text()) == ("port error", "enc not checked dec not checked")
     assert (v4.status, v4.golden_text()) == ("unsupported", "-")
-    assert [d["text"] for d in minimal_examples(v1)] == ["a b", "ab"]
+    assert v5.status == "pass"
+    # Decode's minimal example is the shortest id list, not the empty text every decode has.
+    assert [d.get("reference_ids") if d["check"] == "decode" else d["text"] for d in minimal_examples(v1)] \
+        == ["a b", "ab", [9]]
+
+
+def test_decode_findings_carry_their_own_flags_ids_and_both_byte_strings(cells):
+    from harness.reports.scoreboard import flags
+    v1 = cells[0]
+    assert v1.failing_combos(("decode",)) == [(True, False)]      # remove_special, unparse_special
+    md = markdown(cells, ["hf"], ["v1"], META)
+    assert "[decode] remove_special=True unparse_special=False: `ids [9]; llama.cpp bytes ' a'; port bytes 'a'`" in md
+    assert "add_special=False parse_special=False" not in md.split("[decode]")[1].split("\n")[0]
+    assert flags(_decode_div("v", [1], remove=False, unparse=True)) == "remove_special=False unparse_special=True"
 
 
 def test_report_reader_refuses_a_report_missing_a_documented_key(tmp_path):
@@ -170,8 +200,8 @@ def test_markdown_table_and_sections(cells):
     lines = md.splitlines()
     assert "| vocab | hf |" in lines and "|---|---|" in lines
     row = {line.split("|")[1].strip(): line for line in lines if line.startswith("| v")}
-    assert "diverges" in row["v1"] and "golden 9/10" in row["v1"] and "gen enc 3/4 dec 4/4" in row["v1"]
-    assert f"(#{anchor('hf', 'v1')})" in row["v1"] and "pass" in row["v2"]
+    assert "diverges" in row["v1"] and "golden 9/10" in row["v1"] and "gen enc 3/4 dec 3/4" in row["v1"]
+    assert f"(#{anchor('hf', 'v1')})" in row["v1"] and "incomplete" in row["v2"]
     assert "unsupported" in row["v4"] and f"(#{anchor('hf', 'v4')})" in row["v4"]
     for v in ("v1", "v3", "v4"):
         assert f'<a id="{anchor("hf", v)}"></a>' in md
@@ -193,7 +223,7 @@ def test_json_round_trips(cells):
     assert data["schema"] == 1 and data["ports"] == ["hf"]
     v1 = data["cells"][0]
     assert v1["status"] == "diverges" and v1["golden"] == {"cases": 10, "failed": 1}
-    assert v1["generated"]["failing_combos"] == {"encode": [[True, True]], "decode": []}
+    assert v1["generated"]["failing_combos"] == {"encode": [[True, True]], "decode": [[True, False]]}
     assert data["cells"][3]["error"].startswith("ValueError")
     assert [cell_from_json(c) for c in data["cells"]] == cells
 
@@ -206,5 +236,5 @@ def test_merge_re_renders_one_scoreboard_per_port(cells, tmp_path):
         (tmp_path / name).write_text(json_text(group, [port], ["v1", "v2", "v3", "v4"], META))
     assert main(["--merge", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--out", str(tmp_path)]) == 0
     md = (tmp_path / "scoreboard.md").read_text()
-    assert "| vocab | hf | lcp |" in md and md.count("✅ pass") == 1 + 4
+    assert "| vocab | hf | lcp |" in md and md.count("✅ pass") == 4 and md.count("🟡 incomplete") == 2  # v2: the table and its section
     assert json.loads((tmp_path / "scoreboard.json").read_text())["ports"] == ["hf", "lcp"]

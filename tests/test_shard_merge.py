@@ -13,7 +13,7 @@ import pytest
 import tests.support.suite  # noqa: F401  (preloads what pytester's runs import)
 from harness.conformance.plugin import vocab_scope
 from harness.conformance.shard import ShardError, parse_shard, select
-from harness.mergecmd import main as merge_main
+from harness.cli import merge
 from tests.test_conformance_plugin import _PLUGIN_TESTS
 
 pytest_plugins = ["pytester"]
@@ -51,13 +51,14 @@ def _without_times(report: dict) -> dict:
     return data
 
 
-def test_two_shards_merged_are_the_whole_run(pytester, capsys):
+def test_two_shards_merged_are_the_whole_run(pytester, capsys, monkeypatch):
+    monkeypatch.setenv("CONFORMANCE_SEED", "5")  # one seed for every shard (merge refuses two)
     pytester.makepyfile(test_x=_PLUGIN_TESTS)
     whole = _run(pytester, "whole")
     shards = [_run(pytester, f"s{i}", f"--conformance-shard={i}/2") for i in (1, 2)]
     assert [s["run"]["shard"] for s in shards] == ["1/2", "2/2"]
     assert [len(s["tallies"]) for s in shards] == [1, 1]
-    rc = merge_main([str(pytester.path / "s1"), str(pytester.path / "s2"), "--report-dir", str(pytester.path / "m")])
+    rc = merge([str(pytester.path / "s1"), str(pytester.path / "s2"), "--report-dir", str(pytester.path / "m")])
     assert rc == 1  # divergences, as the whole run
     merged = json.loads((pytester.path / "m" / "conformance.json").read_text(encoding="utf-8"))
     assert _without_times(merged) == _without_times(whole)
@@ -85,7 +86,7 @@ def _report(tmp_path, name: str, shard: str | None = "1/2", test: str = "t1", **
 def test_merge_refuses_reports_of_another_pin_profile_seed_or_port(tmp_path, capsys, change, message):
     a = _report(tmp_path, "a")
     b = _report(tmp_path, "b", "2/2", "t2", **change)
-    assert merge_main([a, b, "--report-dir", str(tmp_path / "m")]) == 3
+    assert merge([a, b, "--report-dir", str(tmp_path / "m")]) == 3
     err = capsys.readouterr().err
     assert message in err and "merge only reports of one pin, port, profile and seed" in err
     assert not (tmp_path / "m").exists()
@@ -93,16 +94,16 @@ def test_merge_refuses_reports_of_another_pin_profile_seed_or_port(tmp_path, cap
 
 def test_merge_refuses_overlaps_and_missing_shards(tmp_path, capsys):
     a, b = _report(tmp_path, "a"), _report(tmp_path, "b", "2/2")  # both hold test t1
-    assert merge_main([a, b, "-o", str(tmp_path / "m")]) == 3
+    assert merge([a, b, "-o", str(tmp_path / "m")]) == 3
     assert "test t1 is in both" in capsys.readouterr().err
     c = _report(tmp_path, "c", "1/3", "t3")
     d = _report(tmp_path, "d", "2/3", "t4")
-    assert merge_main([c, d, "-o", str(tmp_path / "m")]) == 3
+    assert merge([c, d, "-o", str(tmp_path / "m")]) == 3
     assert "shard(s) 3/3 missing" in capsys.readouterr().err
-    assert merge_main([c, d, "-o", str(tmp_path / "m"), "--allow-missing"]) == 3  # merged, and says so
+    assert merge([c, d, "-o", str(tmp_path / "m"), "--allow-missing"]) == 4  # merged: incomplete, and says so
     assert json.loads((tmp_path / "m" / "conformance.json").read_text())["run"]["missing_shards"] == ["3/3"]
-    assert merge_main([c, c, "-o", str(tmp_path / "m2")]) == 3
-    assert merge_main([c, d, "-o", c]) == 3
+    assert merge([c, c, "-o", str(tmp_path / "m2")]) == 3
+    assert merge([c, d, "-o", c]) == 3
     assert "is one of the reports merged" in capsys.readouterr().err
 
 
@@ -112,5 +113,5 @@ def test_merge_refuses_a_report_without_tallies(tmp_path, capsys):
     del data["tallies"]
     (tmp_path / "a" / "conformance.json").write_text(json.dumps(data))
     shutil.copytree(tmp_path / "a", tmp_path / "b")
-    assert merge_main([a, str(tmp_path / "b"), "-o", str(tmp_path / "m")]) == 3
+    assert merge([a, str(tmp_path / "b"), "-o", str(tmp_path / "m")]) == 3
     assert "has no per-test tallies" in capsys.readouterr().err

@@ -1,4 +1,4 @@
-"""Generate harness/inputs/_drift_tables.py: where llama.cpp's Unicode view
+"""Generate harness/tokenizer/unicode/_drift_tables.py: where llama.cpp's Unicode view
 differs from the ones ports run on.
 
 llama.cpp classifies code points with its own tables (src/unicode-data.cpp,
@@ -39,7 +39,7 @@ that writes \\d for \\p{N} gets the difference), ``\\w`` = LETTER | NUMBER | '_'
 
 Usage::
 
-    python tools/gen_drift_tables.py            # write harness/inputs/_drift_tables.py
+    python tools/gen_drift_tables.py            # write harness/tokenizer/unicode/_drift_tables.py
     python tools/gen_drift_tables.py --check    # exit 1 if the committed file is stale
 
 >>> ranges([1, 2, 3, 7, 9, 10])
@@ -57,7 +57,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-OUT = ROOT / "harness" / "inputs" / "_drift_tables.py"
+OUT = ROOT / "harness" / "tokenizer" / "unicode" / "_drift_tables.py"
 UD2_VERSIONS = ("15.0.0", "15.1.0", "16.0.0", "17.0.0", "18.0.0")
 N = 0x110000
 SURROGATES = range(0xD800, 0xE000)

@@ -3,7 +3,9 @@
 For one vocab, a fixed list of fast-phase texts (harness/inputs/pool.py,
 seed 0) is checked by the engine for three ports, one worker:
 
-- ``llama.cpp``: llama.cpp in process against itself (the engine's ceiling);
+- ``oracle itself``: llama.cpp in process compared with the very same object (the engine's
+  ceiling). It is not a port spec (``PORT=llama.cpp`` runs llama.cpp out of process) and
+  reports nothing as conformance: it cannot diverge, it only times the engine;
 - ``harness``: the harness tokenizer in process;
 - ``harness serve``: the same tokenizer as an external JSON-lines port, batched.
 
@@ -12,7 +14,7 @@ process, nothing else), so the distance to the limit is one ratio, and the
 Hypothesis phase's cases/s on the same vocab (it explores, it is not the bulk).
 
 >>> sorted(PORTS)
-['harness', 'harness serve', 'llama.cpp']
+['harness', 'harness serve', 'oracle itself']
 """
 
 from __future__ import annotations
@@ -22,8 +24,25 @@ import shlex
 import sys
 import time
 
-PORTS = {"llama.cpp": "llama.cpp", "harness": "harness",
+#: The in-process self-comparison's name: not a PORT spec (see the module docstring).
+SELF = "oracle itself"
+PORTS = {SELF: SELF, "harness": "harness",
          "harness serve": f"{shlex.quote(sys.executable)} -m harness serve --vocab {{vocab}}"}
+
+
+class _SelfSession:
+    """What VocabUnderTest asks of a session, with the oracle as its own port."""
+
+    def port(self, vut):
+        return vut.reference
+
+
+def _oracle_vut(vocab: str):
+    """The vocab under test whose port is its own reference (the engine's ceiling)."""
+    from harness.engine.session import Session
+    from harness.engine.vut import VocabUnderTest
+    ref = Session("harness").vocab(vocab)
+    return VocabUnderTest(ref.name, ref.path, SELF, ref.reference, _SelfSession())
 
 
 def fixed_texts(vut, n: int, seed: int = 0) -> list[str]:
@@ -47,9 +66,9 @@ def engine_rate(port: str, vocab: str, texts: list[str]) -> dict:
     from harness.engine.session import Session
     from harness.engine.fastphase import run_phase
     from harness.engine.hunt import Hunt
-    session = Session(port)
+    session = Session("harness" if port == SELF else port)
     try:
-        vut = session.vocab(vocab)
+        vut = _oracle_vut(vocab) if port == SELF else session.vocab(vocab)
         vut.port  # started before the clock: a process start is not per-case work
         h = Hunt("encode", "plain", lambda text: vut.check_encode(text, False, False), vocab=vocab)
         t = time.perf_counter()
@@ -67,9 +86,8 @@ def hypothesis_rate(vocab: str, n: int = 200) -> float:
     """Cases per second of the Hypothesis phase (recipes, llama.cpp against itself)."""
     from hypothesis import HealthCheck, given, settings
 
-    from harness.engine.session import Session
     from harness.inputs.strategies import materialise, recipes
-    vut = Session("llama.cpp").vocab(vocab)
+    vut = _oracle_vut(vocab)
     vut.texts.pieces[0]
     count = [0]
 
@@ -87,7 +105,7 @@ def hypothesis_rate(vocab: str, n: int = 200) -> float:
 def measure(vocab: str = "qwen2", n: int = 3000) -> dict:
     """Every rate above for one vocab (see the module docstring)."""
     from harness.engine.session import Session
-    vut = Session("llama.cpp").vocab(vocab)
+    vut = Session("harness").vocab(vocab)  # its reference only: the port is not opened
     texts = fixed_texts(vut, n)
     oracle = oracle_rate(vut, texts)
     ports = {name: engine_rate(spec, vocab, texts) for name, spec in PORTS.items()}

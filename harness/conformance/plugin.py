@@ -8,9 +8,9 @@ errors, restarts) are attached to the report as ``user_properties``; xdist
 ships those to the controller, which gathers them into one
 :class:`~harness.reports.run.RunReport` (the reports room renders it): at the end a
 (vocab, flags) x check table, every port error once and every divergence, and
-``<dir>/conformance.json`` and ``<dir>/conformance.html`` (``--conformance-reports``,
-default ``reports``). JUnit XML comes from pytest's own ``--junitxml``. The JSON also
-records the run (pin, port, profile, seed, times, host) and its throughput.
+``<dir>/conformance.json``, ``conformance.html`` and ``conformance-junit.xml`` (one
+failure per cause and test; ``--conformance-reports``, default ``reports``). The JSON
+also records the run (pin, port, profile, seed, times, host) and its throughput.
 
 ``--conformance-shard=I/N`` keeps part I of N of the collected tests, by vocab group
 (:mod:`harness.conformance.shard`); other plugins add keys to the run's metadata through
@@ -53,8 +53,43 @@ def pytest_addhooks(pluginmanager):
     pluginmanager.add_hookspecs(RunInfoSpec)
 
 
+@pytest.hookimpl(tryfirst=True)  # before Hypothesis' own plugin reads --hypothesis-seed
 def pytest_configure(config):
+    choose_seeds(config)
     config.pluginmanager.register(Collector(config), "conformance-collector")
+
+
+def pytest_unconfigure(config):
+    if getattr(config, "_conformance_seed_set", False):
+        os.environ.pop("CONFORMANCE_SEED", None)  # an in-process run leaves the environment as it was
+
+
+def _int_or_none(value):
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def choose_seeds(config) -> tuple[int, object]:
+    """Every run has integer seeds, recorded in its report: the fast phase's
+    (``CONFORMANCE_SEED``) and Hypothesis' (``--hypothesis-seed``). A seed given is kept;
+    a missing one is the other one, or a new random one. The controller sets
+    ``CONFORMANCE_SEED`` before xdist starts its workers, which inherit it and take
+    Hypothesis' seed from it, so every process uses the same seeds."""
+    import random
+    hyp = config.getoption("hypothesis_seed", default=None)
+    fast = _int_or_none(os.environ.get("CONFORMANCE_SEED", "").strip() or None)
+    if fast is None:
+        fast = _int_or_none(hyp)
+        if fast is None:
+            fast = random.SystemRandom().randrange(1, 2**31)
+        os.environ["CONFORMANCE_SEED"] = str(fast)
+        config._conformance_seed_set = True
+    if hyp is None and hasattr(config.option, "hypothesis_seed"):
+        config.option.hypothesis_seed = str(fast)
+        hyp = fast
+    return fast, _int_or_none(hyp) if _int_or_none(hyp) is not None else hyp
 
 
 def vocab_scope(nodeid: str) -> str:
@@ -127,7 +162,7 @@ def _cell_of(item) -> tuple[str, str, str]:
     params = spec.params if spec else {}
     vocab = Path(str(params.get("vocab", "?"))).stem.removeprefix("ggml-vocab-")
     check = item.originalname.removeprefix("test_") if hasattr(item, "originalname") else item.name
-    check = {"pieces": "piece"}.get(check, check)
+    check = {"pieces": "piece", "differential": "encode"}.get(check, check)
     flags = params.get("flags")
     if "special" in params:
         label = "parse" if params["special"] else "plain"
@@ -145,16 +180,47 @@ def _tally_json(tally, test: str) -> str:
                        "port_errors": tally.port_errors, "restarts": tally.restarts})
 
 
+def _is_check(item) -> bool:
+    """A conformance test (it has a vocab parameter), whose failure belongs to a cell."""
+    spec = getattr(item, "callspec", None)
+    return spec is not None and "vocab" in spec.params
+
+
+def _explained(exc: BaseException, hunts) -> bool:
+    """Whether a test's exception is one its hunts already counted: CheckFailed (its
+    divergences and port errors) or the exception a hunt stopped on."""
+    from harness.engine.hunt import CheckFailed
+    return isinstance(exc, CheckFailed) or any(h.error is exc for h in hunts)
+
+
+def _lone_hunt(item, exc: BaseException):
+    """A Hunt for a test that failed before any hunt of its own: its cell gets the
+    exception (an error, or the port error that kept the port from opening)."""
+    from harness.engine.hunt import Hunt
+    vocab, flags, check = _cell_of(item)
+    h = Hunt(check, flags, lambda x: None, vocab=vocab)
+    h.absorb(exc)
+    return h
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield
     report = outcome.get_result()
+    failed = call.excinfo.value if call.excinfo is not None and report.failed else None
     if call.when == "call":
-        for hunt in getattr(item, "conformance_hunts", []):
+        hunts = list(getattr(item, "conformance_hunts", []))
+        if failed is not None and not _explained(failed, hunts) and (hunts or _is_check(item)):
+            if hunts:
+                hunts[-1].absorb(failed)   # raised outside the hunt's cases (after its guard)
+            else:
+                hunts = [_lone_hunt(item, failed)]
+        for hunt in hunts:
             report.user_properties.append((TALLY_KEY, _tally_json(hunt.tally, item.nodeid)))
-    elif call.when == "setup" and call.excinfo is not None:
-        # The port could not be opened (or restarted) for this test: nothing ran.
-        errors = [e for e in _leaves(call.excinfo.value) if isinstance(e, PortError)]
+    elif call.when == "setup" and failed is not None and _is_check(item):
+        # Nothing ran: the port could not be opened (or restarted), or the test failed before
+        # it started (the reference cannot load the vocab, say): its cell says so.
+        errors = [e for e in _leaves(failed) if isinstance(e, PortError)]
         if errors:
             vocab, flags, check = _cell_of(item)
             counts = {"vocab": vocab, "flags": flags, "check": check, "cases": 0,
@@ -163,6 +229,9 @@ def pytest_runtest_makereport(item, call):
                 "counts": counts, "test": item.nodeid, "findings": [], "restarts": [],
                 "port_errors": [{"message": str(errors[0]), "stderr": errors[0].stderr,
                                  "cases": 0, "fatal": True, "at": "setup"}]})))
+        else:
+            hunt = _lone_hunt(item, failed)
+            report.user_properties.append((TALLY_KEY, _tally_json(hunt.tally, item.nodeid)))
 
 
 class Collector:
@@ -186,12 +255,15 @@ class Collector:
                              os.environ.get("PYTEST_XDIST_WORKER", "main"))
 
     def pytest_terminal_summary(self, terminalreporter):
-        if not self.run.cells:
+        if not (self.run.cells or self.run.reference_cells):
             return
         for title, text in self.run.summary(self.config.getoption("--conformance-reports")):
             if title is not None:
                 terminalreporter.section(title.lstrip("-"), sep="-" if title.startswith("-") else "=")
             terminalreporter.write_line(text)
+        info = self.run_info()
+        terminalreporter.write_line(f"seeds: CONFORMANCE_SEED={info['fast_seed']} "
+                                    f"--hypothesis-seed={info['hypothesis_seed']} (give both to run it again)")
 
     def run_info(self) -> dict:
         """Pin, port, profile, seed, times and host of this run."""
@@ -200,11 +272,15 @@ class Collector:
             pin = load().commit
         except Exception as e:  # the report must still be written
             pin = f"unknown ({type(e).__name__})"
-        seed = self.config.getoption("hypothesis_seed", default=None)
+        from harness.engine.replay import replay_root
+        hyp = self.config.getoption("hypothesis_seed", default=None)
         info = {"pin": pin, "port": os.environ.get("PORT") or "harness",
                 "profile": os.environ.get("HYPOTHESIS_PROFILE") or "ci",
                 "known_examples": os.environ.get("KNOWN_EXAMPLES", "1") != "0",
-                "hypothesis_seed": seed if seed is not None else "random",
+                "fast_seed": _int_or_none(os.environ.get("CONFORMANCE_SEED")),
+                "hypothesis_seed": _int_or_none(hyp) if _int_or_none(hyp) is not None else hyp,
+                "reproduce": os.environ.get("LLAMA_CONFORMANCE_REPRODUCE") or None,
+                "replay_store": str(replay_root()),
                 "vocabs": os.environ.get("VOCABS") or "all pinned",
                 "started": self.started_at.isoformat(timespec="seconds"),
                 "wall_s": round(time.perf_counter() - self.run.started, 1),

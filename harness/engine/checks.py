@@ -6,11 +6,14 @@ One function per check, called by the suite's pytest tests
 gets, fast phase included. Each takes the vocab under test and ``make_hunt``, the
 caller's way to make a :class:`~harness.engine.hunt.Hunt` (``make_hunt(check,
 flags_label, run, **options)``: the caller decides where its tally goes), runs the
-whole budget, and ends with ``Hunt.finish`` (which raises when something diverged).
+whole budget inside ``Hunt.guard`` (an exception stops the check, keeps what ran before it
+and makes the cell ``error``), and ends with ``Hunt.finish`` (which raises when something
+diverged, failed or crashed).
 
 ``fast`` is ``(count, seconds, rng)``: the fast random phase's size (a count, or
 seconds of a wall-time budget) and its seeded ``random.Random``. ``replay`` holds
-inputs checked first (earlier shrunk failures, or known texts).
+inputs from the replay store (earlier runs' shrunk failures), ``first`` other inputs
+checked first (known texts); both run before the fast phase.
 
 >>> sorted(SOURCES)
 ['prefix', 'random', 'whole']
@@ -37,8 +40,9 @@ def golden(vut, make_hunt: Callable) -> None:
     from reference.vocabs import golden_cases
     expected = dict(golden_cases(vut.name))
     h = make_hunt("golden", "plain", lambda text: vut.check_golden(text, expected.get(text)),
-                  signature=vut.signature, shrink=shrink_text)
-    h.begin(vut.unsupported_reason("encode", add_special=False, parse_special=False), expected)
+                  signature=vut.signature, shrink=shrink_text, diagnosis=vut.diagnoser)
+    with h.guard():
+        h.begin(vut.unsupported_reason("encode", add_special=False, parse_special=False), expected)
     h.finish()
 
 
@@ -47,38 +51,46 @@ def known(vut, flags, make_hunt: Callable, texts) -> None:
     add_special, parse_special = flags
     h = make_hunt("known", flags_label(*flags),
                   lambda text: vut.check_encode(text, add_special, parse_special, check="known"),
-                  signature=vut.signature)
-    h.begin(vut.unsupported_reason("encode", add_special=add_special, parse_special=parse_special), texts)
+                  signature=vut.signature, diagnosis=vut.diagnoser)
+    with h.guard():
+        h.begin(vut.unsupported_reason("encode", add_special=add_special, parse_special=parse_special), texts)
     h.finish()
 
 
-def _explore(given_args: dict, body: Callable, settings_overrides: dict | None) -> None:
-    """Run ``body`` under Hypothesis (the loaded profile, with ``settings_overrides``)."""
+def _explore(h, given_args: dict, body: Callable, settings_overrides: dict | None) -> None:
+    """Run ``body`` under Hypothesis (the loaded profile, with ``settings_overrides``), guarded
+    by the hunt ``h`` (:meth:`~harness.engine.hunt.Hunt.explore_body`: nothing it raises
+    reaches Hypothesis, so no crashed example is rerun)."""
     from hypothesis import given, settings
-    test = given(**given_args)(body)
+
+    from harness.inputs.strategies import seeded_generation
+    test = given(**given_args)(h.explore_body(body))
     if settings_overrides:
         test = settings(**settings_overrides)(test)
-    test()
+    with seeded_generation():
+        test()
 
 
-def encode(vut, flags, make_hunt: Callable, *, fast, replay=(), settings_overrides: dict | None = None) -> None:
+def encode(vut, flags, make_hunt: Callable, *, fast, replay=(), first=(),
+           settings_overrides: dict | None = None) -> None:
     """Generated encode: the fast random phase, then Hypothesis; port ids vs llama.cpp's."""
     from harness.inputs.strategies import materialise, recipes
     add_special, parse_special = flags
     h = make_hunt("encode", flags_label(*flags),
                   lambda text: vut.check_encode(text, add_special, parse_special),
-                  signature=vut.signature, shrink=shrink_text)
-    reason = vut.unsupported_reason("encode", add_special=add_special, parse_special=parse_special)
-    if h.begin(reason, [t for t in replay if isinstance(t, str)]):
-        count, seconds, rng = fast
-        texts = (materialise(r, vut.texts) for r in random_recipes(fragment_pool(run_seed()), rng))
-        run_phase(h, texts, lambda batch: vut.port_many("encode", batch, add_special=add_special,
-                                                        parse_special=parse_special),
-                  lambda text, ids: list(ids) == vut.reference.encode(text, add_special=add_special,
-                                                                      parse_special=parse_special),
-                  count=count, seconds=seconds)
-        _explore({"recipe": recipes()}, lambda recipe: h.case(materialise(recipe, vut.texts)),
-                 settings_overrides)
+                  signature=vut.signature, shrink=shrink_text, diagnosis=vut.diagnoser)
+    with h.guard():
+        reason = vut.unsupported_reason("encode", add_special=add_special, parse_special=parse_special)
+        if h.begin(reason, first, replay=[t for t in replay if isinstance(t, str)]):
+            count, seconds, rng = fast
+            texts = (materialise(r, vut.texts) for r in random_recipes(fragment_pool(run_seed()), rng))
+            run_phase(h, texts, lambda batch: vut.port_many("encode", batch, add_special=add_special,
+                                                            parse_special=parse_special),
+                      lambda text, ids: list(ids) == vut.reference.encode(text, add_special=add_special,
+                                                                          parse_special=parse_special),
+                      count=count, seconds=seconds)
+            _explore(h, {"recipe": recipes()}, lambda recipe: h.case(materialise(recipe, vut.texts)),
+                     settings_overrides)
     h.finish()
 
 
@@ -91,26 +103,27 @@ def decode(vut, flags, make_hunt: Callable, *, fast, replay=(), settings_overrid
     remove_special, unparse_special = flags
     h = make_hunt("decode", flags_label(*flags),
                   lambda ids: vut.check_decode(ids, remove_special, unparse_special),
-                  signature=vut.signature, shrink=shrink_ids)
-    reason = vut.unsupported_reason("decode", remove_special=remove_special, unparse_special=unparse_special)
-    if h.begin(reason, [ids for ids in replay if isinstance(ids, tuple)]):
-        count, seconds, rng = fast
-        inputs = (vut.decode_input(materialise(r, vut.texts), rng.choice(SOURCES), rng.randrange(2**16),
-                                   [rng.randrange(2**31) for _ in range(rng.randint(1, 12))])
-                  for r in random_recipes(fragment_pool(run_seed()), rng))
-        run_phase(h, inputs, lambda batch: vut.port_many("decode", batch, remove_special=remove_special,
-                                                         unparse_special=unparse_special),
-                  lambda ids, got: bytes(got) == vut.reference.decode(ids, remove_special=remove_special,
-                                                                      unparse_special=unparse_special),
-                  count=count, seconds=seconds)
+                  signature=vut.signature, shrink=shrink_ids, diagnosis=vut.diagnoser)
+    with h.guard():
+        reason = vut.unsupported_reason("decode", remove_special=remove_special, unparse_special=unparse_special)
+        if h.begin(reason, replay=[ids for ids in replay if isinstance(ids, tuple)]):
+            count, seconds, rng = fast
+            inputs = (vut.decode_input(materialise(r, vut.texts), rng.choice(SOURCES), rng.randrange(2**16),
+                                       [rng.randrange(2**31) for _ in range(rng.randint(1, 12))])
+                      for r in random_recipes(fragment_pool(run_seed()), rng))
+            run_phase(h, inputs, lambda batch: vut.port_many("decode", batch, remove_special=remove_special,
+                                                             unparse_special=unparse_special),
+                      lambda ids, got: bytes(got) == vut.reference.decode(ids, remove_special=remove_special,
+                                                                          unparse_special=unparse_special),
+                      count=count, seconds=seconds)
 
-        def explore(recipe, source, cut, rand):
-            h.case(vut.decode_input(materialise(recipe, vut.texts), source, cut, rand))
+            def explore(recipe, source, cut, rand):
+                h.case(vut.decode_input(materialise(recipe, vut.texts), source, cut, rand))
 
-        _explore({"recipe": recipes(max_repeat=20), "source": st.sampled_from(SOURCES),
-                  "cut": st.integers(0, 2**16),
-                  "rand": st.lists(st.integers(0, 2**31 - 1), min_size=1, max_size=12)},
-                 explore, settings_overrides)
+            _explore(h, {"recipe": recipes(max_repeat=20), "source": st.sampled_from(SOURCES),
+                         "cut": st.integers(0, 2**16),
+                         "rand": st.lists(st.integers(0, 2**31 - 1), min_size=1, max_size=12)},
+                     explore, settings_overrides)
     h.finish()
 
 
@@ -119,17 +132,16 @@ def pieces(vut, special: bool, make_hunt: Callable) -> None:
     external port that has the batch op gets :data:`PIECE_CHUNK` ids per request."""
     got: dict = {}
     h = make_hunt("piece", "parse" if special else "plain",
-                  lambda id: vut.check_piece(id, special, got.get(id)), signature=vut.signature)
-    reason = vut.unsupported_reason("piece", special=special)
-    if reason:
-        h.declare_unsupported(reason)
-    else:
-        n = vut.reference.n_vocab
-        for start in range(0, n, PIECE_CHUNK):
-            ids = range(start, min(n, start + PIECE_CHUNK))
-            got = vut.port_pieces_of(list(ids), special) if not h.down else {}
-            for id in ids:
-                h.case(id)
+                  lambda id: vut.check_piece(id, special, got.get(id)), signature=vut.signature,
+                  diagnosis=vut.diagnoser)
+    with h.guard():
+        if h.begin(vut.unsupported_reason("piece", special=special)):
+            n = vut.reference.n_vocab
+            for start in range(0, n, PIECE_CHUNK):
+                ids = range(start, min(n, start + PIECE_CHUNK))
+                got = vut.port_pieces_of(list(ids), special) if not h.stopped else {}
+                for id in ids:
+                    h.case(id)
     h.finish()
 
 
@@ -149,7 +161,8 @@ def crosscheck(vut, cli, flags, make_hunt: Callable, *, sample: int) -> None:
                            port_label="llama-tokenize")
 
     h = make_hunt("crosscheck", flags_label(*flags), run)
-    _explore({"recipe": recipes(max_fragments=4, max_repeat=2)},
-             lambda recipe: h.case(materialise(recipe, vut.texts) or "a"),  # llama-tokenize refuses ""
-             {"max_examples": sample})
+    with h.guard():
+        _explore(h, {"recipe": recipes(max_fragments=4, max_repeat=2)},
+                 lambda recipe: h.case(materialise(recipe, vut.texts) or "a"),  # llama-tokenize refuses ""
+                 {"max_examples": sample})
     h.finish()

@@ -1,13 +1,15 @@
-"""One check run over many inputs, keeping every distinct divergence.
+"""One check run over many inputs, keeping every cause of divergence.
 
 A :class:`Hunt` is what one conformance test does: it feeds inputs (texts, id
 lists, token ids) to a ``run`` function that compares the port with llama.cpp
 and returns a :class:`~harness.reports.finding.Finding` or ``None``. It never
-stops at the first divergence: every input of the budget runs, divergences are
-grouped by a *signature* (a stand-in for their cause, see
-``VocabUnderTest.signature``), and at the end the first input of each signature
-is shrunk to a minimal one that still shows the same signature. Up to
-:data:`CAP` distinct divergences are kept per test; more are counted as capped.
+stops at the first divergence: every input of the budget runs. Divergent inputs are
+filed under a reference-side *signature* (what llama.cpp emitted where the outputs
+part, ``VocabUnderTest.signature``); at the end each group becomes its causes
+(:mod:`harness.engine.causes`): its example shrunk and diagnosed by the catalogue of
+rule variants, every divergent case given to the cause that explains it, and hidden
+causes behind one signature found. Up to :data:`CAP` signatures are kept per test;
+more are counted as capped.
 
 Outcomes are counted apart, never as passes:
 
@@ -16,9 +18,17 @@ Outcomes are counted apart, never as passes:
 - ``unsupported``: cases the port said it cannot express;
 - ``port_error_cases``: cases the port answered with an error, crashed or hung on;
   each distinct root error is reported once (``port_errors``);
-- ``not_checked``: inputs never compared because the port was down.
+- ``not_checked``: inputs never compared because the port was down, or because the check
+  stopped on an error;
+- ``errors``: the check raised something other than a divergence or a port error (a bug in
+  the harness, the reference, or an adapter's code outside its calls): the first such
+  exception is kept (``error``: its last line; ``error_at``: where it was raised), the
+  cases checked before it are kept, and nothing after it runs or counts.
 
-Shrink attempts are not cases.
+Shrink attempts are not cases, and no exception ever reaches Hypothesis from a check, so
+Hypothesis never reruns (shrinks) a crashed example: :meth:`Hunt.explore_body` catches it.
+Inputs from the replay store (earlier runs' shrunk failures) are counted apart
+(``replayed``), and so are the divergent cases among them, per finding.
 
 >>> h = Hunt("encode", "plain", lambda s: None, vocab="v")
 >>> for s in ["a", "b"]:
@@ -30,13 +40,41 @@ Shrink attempts are not cases.
 from __future__ import annotations
 
 import time
+import traceback
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Callable
+from pathlib import Path
+from typing import Any, Callable, Iterator
 
+from harness.engine.causes import CauseFinder, Group
 from harness.engine.replay import jsonable, save_replay
 from harness.errors import PortError, PortRequestError, PortUnsupported, root_cause
 
 from harness.reports.cells import cell_outcome
+
+
+def error_summary(e: BaseException) -> tuple[str, str]:
+    """``(last line, where)`` of an exception: its type and message, and the file, line and
+    function where it was raised (paths relative to the directory holding ``harness``).
+
+    >>> try:
+    ...     b"x" + "y"
+    ... except TypeError as e:
+    ...     error_summary(e)[0]
+    "TypeError: can't concat str to bytes"
+    """
+    last = traceback.format_exception_only(type(e), e)[-1].strip()
+    frames = traceback.extract_tb(e.__traceback__)
+    if not frames:
+        return last, ""
+    f = frames[-1]
+    root = Path(__file__).resolve().parents[2]
+    try:
+        where = str(Path(f.filename).resolve().relative_to(root))
+    except ValueError:
+        where = f.filename
+    return last, f"{where}:{f.lineno} in {f.name}"
+
 
 class CheckFailed(AssertionError):
     """Raised by :meth:`Hunt.finish` when a test found divergences or port errors;
@@ -69,7 +107,11 @@ class Tally:
     port_error_cases: int = 0
     not_checked: int = 0
     capped: int = 0
+    errors: int = 0            # 1 if the check stopped on an exception (see the module docstring)
+    replayed: int = 0          # inputs from the replay store, run first
     unsupported_reason: str = ""
+    error: str = ""            # the exception's last line
+    error_at: str = ""         # file:line in function, where it was raised
     restarts: list = field(default_factory=list)     # notes of port restarts before this test
     findings: list = field(default_factory=list)      # Finding objects
     port_errors: list = field(default_factory=list)   # {"message", "stderr", "cases", "fatal"}
@@ -80,6 +122,7 @@ class Tally:
         """The cell outcome of these counts (:func:`harness.reports.cells.cell_outcome`)."""
         return cell_outcome({"divergences": len(self.findings), "divergent": self.divergent,
                              "port_errors": len(self.port_errors), "cases": self.cases,
+                             "errors": self.errors,
                              "unsupported": self.unsupported, "not_checked": self.not_checked,
                              "unsupported_reason": self.unsupported_reason})
 
@@ -97,19 +140,23 @@ class Hunt:
 
     ``signature(finding)`` groups findings (default: one group per input, every
     divergent input reported); ``shrink(input, keeps)`` minimises an input;
-    ``detail(finding)`` adds what only the final findings need (token spans).
+    ``diagnosis`` (a :class:`~harness.engine.causes.Diagnoser`) names each group's causes
+    and finds the hidden ones (:mod:`harness.engine.causes`); ``detail(finding)`` adds
+    what only the final findings need (token spans).
     """
 
     def __init__(self, check: str, flags: str, run: Callable[[Any], Any], *, vocab: str,
                  signature: Callable | None = None, shrink: Callable | None = None,
-                 detail: Callable | None = None, replay_key: str | None = None):
+                 detail: Callable | None = None, replay_key: str | None = None, diagnosis=None):
         self.run, self.signature, self.shrink, self.detail = run, signature, shrink, detail
+        self.diagnosis = diagnosis
         self.tally = Tally(vocab, check, flags)
-        self.first: dict[Any, Any] = {}     # signature -> (first input showing it, its finding)
-        self.counts: dict[Any, int] = {}    # signature -> divergent cases
+        self.groups: dict[Any, Group] = {}  # signature -> its divergent inputs (first, count, sample)
         self.down = False
+        self.error: Exception | None = None  # the first exception the check raised
         self.replay_key = replay_key
         self._errors: dict[str, dict] = {}
+        self._replaying = False
         self._started = time.perf_counter()
 
     # --- running ------------------------------------------------------------------------
@@ -117,20 +164,34 @@ class Hunt:
         """The port declared it cannot express this test's op or flags: nothing runs."""
         self.tally.unsupported_reason = reason
 
-    def begin(self, unsupported_reason: str = "", replay=()) -> bool:
+    @property
+    def stopped(self) -> bool:
+        """Nothing more runs: the port is down, or the check raised (:attr:`error`)."""
+        return self.down or self.error is not None
+
+    def begin(self, unsupported_reason: str = "", first=(), *, replay=()) -> bool:
         """Start the test: if the port declared it cannot express it, note why and
-        return False (nothing runs); else check the ``replay`` inputs (earlier shrunk
-        failures) first and return True."""
+        return False (nothing runs); else check the ``replay`` inputs (earlier runs'
+        shrunk failures, from the replay store: counted in ``replayed``) and the
+        ``first`` inputs (golden cases, known texts) first, and return True."""
         if unsupported_reason:
             self.declare_unsupported(unsupported_reason)
             return False
-        for x in replay:
+        self._replaying = True
+        try:
+            for x in replay:
+                self.tally.replayed += 1
+                self.case(x)
+        finally:
+            self._replaying = False
+        for x in first:
             self.case(x)
         return True
 
     def case(self, x) -> None:
-        """Check one input (ignored once the port is down: counted as not checked)."""
-        if self.down:
+        """Check one input (ignored once stopped: counted as not checked). An exception
+        other than a port error stops the hunt (:meth:`crash`); it is not raised."""
+        if self.stopped:
             self.tally.not_checked += 1
             return
         try:
@@ -138,9 +199,61 @@ class Hunt:
         except PortError as e:
             self.failed_case(x, e)
             return
+        except Exception as e:
+            self.crash(e)
+            self.tally.not_checked += 1  # this input was not compared either
+            return
         self.tally.cases += 1
         if found is not None:
             self._divergent(x, found)
+
+    def crash(self, e: Exception) -> None:
+        """The check raised ``e`` (not a divergence, not a port error): keep the first such
+        exception; nothing more runs or counts. :meth:`finish` raises it again."""
+        if self.error is None:
+            self.error = e
+            self.tally.errors = 1
+            self.tally.error, self.tally.error_at = error_summary(e)
+
+    def absorb(self, e: Exception) -> None:
+        """File an exception raised outside :meth:`case` where it belongs: unsupported, a
+        port error (the port is then down unless it was one request's error), or a crash."""
+        if isinstance(e, PortUnsupported):
+            self.tally.unsupported += 1
+        elif isinstance(e, PortError):
+            self._port_error(e, fatal=not isinstance(e, PortRequestError))
+            self.tally.port_errors = list(self._errors.values())
+        else:
+            self.crash(e)
+
+    @contextmanager
+    def guard(self) -> Iterator[None]:
+        """Run a check's body: whatever it raises is filed by :meth:`absorb`, so the test
+        ends through :meth:`finish` with the cases checked so far."""
+        try:
+            yield
+        except Exception as e:
+            self.absorb(e)
+
+    def explore_body(self, body: Callable) -> Callable:
+        """``body`` as a Hypothesis test body that never raises: once the hunt is stopped an
+        example is counted as not checked and nothing runs; an exception is filed
+        (:meth:`absorb`) instead of reaching Hypothesis, which would rerun the example to
+        shrink it (those reruns would be counted as cases)."""
+        from hypothesis.errors import HypothesisException
+
+        def guarded(*args, **kwargs):
+            if self.stopped:
+                self.tally.not_checked += 1
+                return
+            try:
+                body(*args, **kwargs)
+            except HypothesisException:
+                raise  # Hypothesis' own control flow (assume, stop)
+            except Exception as e:
+                self.absorb(e)
+                self.tally.not_checked += 1  # this example was not compared
+        return guarded
 
     def passed_case(self) -> None:
         """Count an input whose answers were compared, and agreed, elsewhere (the fast phase)."""
@@ -148,7 +261,7 @@ class Hunt:
 
     def failed_case(self, x, error: Exception) -> None:
         """Count an input the port could not answer: unsupported, or a port error."""
-        if self.down:
+        if self.stopped:
             self.tally.not_checked += 1
         elif isinstance(error, PortUnsupported):
             self.tally.unsupported += 1
@@ -159,14 +272,13 @@ class Hunt:
 
     def _divergent(self, x, found) -> None:
         self.tally.divergent += 1
-        sig = self.signature(found) if self.signature else len(self.first)
-        self.counts[sig] = self.counts.get(sig, 0) + 1
-        if sig in self.first:
-            return
-        if len(self.first) >= CAP:
-            self.tally.capped += 1
-            return
-        self.first[sig] = (x, found)
+        sig = self.signature(found) if self.signature else len(self.groups)
+        if sig not in self.groups:
+            if len(self.groups) >= CAP:
+                self.tally.capped += 1
+                return
+            self.groups[sig] = Group(sig)
+        self.groups[sig].add(x, found, replayed=self._replaying)
 
     def _port_error(self, e: PortError, fatal: bool) -> None:
         self.tally.port_error_cases += 1
@@ -180,10 +292,18 @@ class Hunt:
 
     # --- the end --------------------------------------------------------------------------
     def finish(self) -> Tally:
-        """Shrink each distinct divergence and fill the tally. Raises :class:`CheckFailed`
-        if anything diverged or failed, and skips the test (pytest) if the port could
-        express none of it; returns the tally otherwise."""
+        """Shrink each distinct divergence and fill the tally. Raises the check's own
+        exception again if it stopped on one (with a note of what ran before it),
+        :class:`CheckFailed` if anything diverged or failed, and skips the test (pytest)
+        if the port could express none of it; returns the tally otherwise."""
         tally = self._settle()
+        if self.error is not None:
+            t = tally
+            self.error.add_note(f"conformance: the {t.check} check of {t.vocab} ({t.flags}) stopped on this "
+                                f"error after {t.cases} case(s) (at {t.error_at}); its cell reads 'error'")
+            if tally.findings or tally.port_errors:
+                self.error.add_note(str(CheckFailed(tally)))
+            raise self.error
         if tally.findings or tally.port_errors:
             raise CheckFailed(tally)
         if tally.outcome == "unsupported":
@@ -192,14 +312,16 @@ class Hunt:
         return tally
 
     def _settle(self) -> Tally:
+        up = not self.down
+        finder = CauseFinder(self._rerun, self.shrink if up else None,
+                             self.diagnosis if up and self.signature else None)
+        for sig, group in self.groups.items():
+            finder.settle(group, self.signature or (lambda f, sig=sig: sig))
         shrunk = []
-        for sig, (x, found) in self.first.items():
-            if self.shrink is not None and not self.down:
-                x = self.shrink(x, self._keeps(sig))
-                found = self._rerun(x) or found
-            shrunk.append(jsonable(x))
-            found = replace(found, cases=self.counts[sig],
-                            signature=sig[1:] if isinstance(sig, tuple) else ())
+        for cause in finder.finish():
+            shrunk.append(jsonable(cause.input))
+            sig = cause.signature
+            found = replace(cause.stamped(), signature=sig if isinstance(sig, tuple) else ())
             self.tally.findings.append(self._detail(found))
         self.tally.port_errors = list(self._errors.values())
         self.tally.seconds = time.perf_counter() - self._started
@@ -212,18 +334,15 @@ class Hunt:
             return found
         try:
             return self.detail(found)
-        except PortError:
+        except Exception:  # the token spans are a convenience: the finding stands without them
             return found
 
     def _rerun(self, x):
+        """A shrink attempt (never a case): the finding, or None if it agrees or fails."""
         try:
             return self.run(x)
         except PortError:
             return None
-
-    def _keeps(self, sig) -> Callable[[Any], bool]:
-        """Predicate for the shrinker: ``x`` still diverges with signature ``sig``."""
-        def keeps(x) -> bool:
-            found = self._rerun(x)
-            return found is not None and (self.signature is None or self.signature(found) == sig)
-        return keeps
+        except Exception as e:  # the check raised on a shrunk input: an error, still not a case
+            self.crash(e)
+            return None

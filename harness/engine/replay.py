@@ -18,9 +18,13 @@ from pathlib import Path
 KEEP = 40
 
 
+def replay_root() -> Path:
+    """The replay store's directory: ``$LLAMA_CONFORMANCE_REPLAY``, else ``.hypothesis/conformance``."""
+    return Path(os.environ.get("LLAMA_CONFORMANCE_REPLAY") or ".hypothesis/conformance")
+
+
 def _replay_path(key: str) -> Path:
-    root = Path(os.environ.get("LLAMA_CONFORMANCE_REPLAY", ".hypothesis/conformance"))
-    return root / (hashlib.sha1(key.encode()).hexdigest()[:20] + ".json")
+    return replay_root() / (hashlib.sha1(key.encode()).hexdigest()[:20] + ".json")
 
 
 def jsonable(x):

@@ -1,13 +1,22 @@
-"""Divergence signatures: a stand-in for a divergence's cause, from llama.cpp's own classes.
+"""Divergence signatures: what llama.cpp emitted where the two outputs part, and the edit there.
 
-encode, golden, known, crosscheck: the class of the character where the streams part
-(llama.cpp's Unicode flags: letter, digit, space, newline, punct, symbol, mark,
-control, unassigned; ``/non-ascii`` marked), or ``special`` where a special token's
-text starts there under parse_special. decode: the kind of token whose output holds
-the first divergent byte, and the edit there. piece: the kind of token.
+A signature stands in for a cause that no diagnosis explains (harness.engine.causes), so
+it is built from the *reference* side only, never from what the port happened to put
+there: ``(family, edit, what)``, where
 
->>> edit(b" ab", b"ab", 0)
-'drops space'
+- ``family`` is the check family: ``encode`` (golden, known, encode, crosscheck),
+  ``decode`` or ``piece``: findings merge across the checks of one family;
+- ``edit`` is how the port departs: ``replaces``, ``drops`` or ``adds`` (tokens for
+  encode, characters for decode);
+- ``what`` is what llama.cpp emitted there: a kind of token (``added special``,
+  ``special``, ``byte token``, ``unknown token``, ``leading space``, ``whitespace``) or the
+  llama.cpp class of its first character (``letter``, ``digit``, ``invalid-utf8`` ...);
+  where the port adds tokens, the position (``start``, ``inside``, ``end``).
+
+>>> token_edit([5, 6, 7], [5, 9, 6, 7], 1), token_edit([5, 6, 7], [5, 7], 1), token_edit([5, 6], [5, 8], 1)
+('adds', 'drops', 'replaces')
+>>> byte_edit(b" ab", b"ab", 0)
+'drops'
 """
 
 from __future__ import annotations
@@ -63,19 +72,49 @@ def _char_len(data: bytes, i: int) -> int:
     return 1
 
 
-def edit(ref: bytes, port: bytes, i: int) -> str:
-    """How ``port`` departs from ``ref`` at byte ``i``: drops, adds or replaces a character.
+FAMILY = {"golden": "encode", "known": "encode", "encode": "encode", "crosscheck": "encode",
+          "decode": "decode", "piece": "piece"}
+_LOOKAHEAD = 4  # tokens (or bytes x2) that must line up again after a drop or an insertion
 
-    >>> edit(b" ab", b"ab", 0), edit(b"ab", b"a b", 1), edit(b"a\\xe3", "a\\ufffd".encode(), 1)
-    ('drops space', 'adds space', 'replaces invalid-utf8 with symbol')
-    """
+
+def token_edit(ref, port, i: int) -> str:
+    """How ``port`` departs from ``ref`` at token ``i``: ``adds``, ``drops`` or ``replaces``."""
+    if i >= len(ref):
+        return "adds"
+    if i >= len(port):
+        return "drops"
+    k = _LOOKAHEAD
+    if list(port[i + 1:i + 1 + k]) == list(ref[i:i + k]):
+        return "adds"
+    if list(ref[i + 1:i + 1 + k]) == list(port[i:i + k]):
+        return "drops"
+    return "replaces"
+
+
+def byte_edit(ref: bytes, port: bytes, i: int) -> str:
+    """How ``port`` departs from ``ref`` at byte ``i``: ``drops``, ``adds`` or ``replaces`` a character."""
     r = _char_len(ref, i) if i < len(ref) else 0
     p = _char_len(port, i) if i < len(port) else 0
-    tail = 8
+    tail = 2 * _LOOKAHEAD
     if r and ref[i + r:i + r + tail] == port[i:i + tail]:
-        return f"drops {class_at(ref, i)}"
+        return "drops"
     if p and port[i + p:i + p + tail] == ref[i:i + tail]:
-        return f"adds {class_at(port, i)}"
-    return f"replaces {class_at(ref, i)} with {class_at(port, i)}"
+        return "adds"
+    return "replaces"
 
 
+def piece_kind(piece: bytes) -> str:
+    """What a token's piece is, for a signature: ``leading space`` (a space, or SPM's
+    escaped one, before more), ``whitespace``, ``newline``, ``invalid-utf8``, or the
+    llama.cpp class of its first character.
+
+    >>> piece_kind(b" the"), piece_kind("\\u2581a".encode()), piece_kind(b"\\n\\n"), piece_kind(b"7")
+    ('leading space', 'leading space', 'newline', 'digit')
+    """
+    for space in (b" ", "\u2581".encode()):
+        if piece.startswith(space) and piece.strip(b" ").replace("\u2581".encode(), b""):
+            return "leading space"
+    if piece and not piece.strip(b" \t\r\n\v\f"):
+        return "newline" if b"\n" in piece or b"\r" in piece else "whitespace"
+    what = class_at(piece, 0)
+    return "whitespace" if what == "space" else what

@@ -23,6 +23,7 @@ from harness.inputs.strategies import VocabTexts
 from harness.inputs.vocabtexts import vocab_texts
 from harness.ports import Port
 from harness.protocol.client import ExternalPort
+from harness.protocol.server import WrongAnswerType, checked_answer
 from harness.reports.diff import first_byte_divergence, first_divergence, token_spans
 from harness.reports.finding import BYTE_CHECKS, Finding
 
@@ -77,6 +78,12 @@ class VocabUnderTest:
         types = self.token_types
         return sig.TOKEN_KINDS.get(int(types[id]), "undefined") if types is not None else "normal"
 
+    @cached_property
+    def diagnoser(self):
+        """The catalogue of rule variants, run on this vocab's findings (harness.engine.diagnoser)."""
+        from harness.engine.diagnoser import Diagnoser
+        return Diagnoser(self.path)
+
     @property
     def port(self) -> Port:
         """The port, opened once; a PortError is remembered and re-raised."""
@@ -98,13 +105,14 @@ class VocabUnderTest:
     def call_port(self, method: str, arg, **flags):
         """``port.<method>(arg, **flags)``. An in-process port's NotImplementedError is
         :class:`PortUnsupported`; any other exception becomes a PortError naming the
-        input (traceback kept as its stderr and cause)."""
+        input (traceback kept as its stderr and cause), and so does an answer of the wrong
+        type (a ``str`` for bytes, a non-int id), naming the method and the type."""
         op = {"token_to_piece": "piece"}.get(method, method)
         reason = self.unsupported_reason(op, **flags)
         if reason:
             raise PortUnsupported(reason)
         try:
-            return getattr(self.port, method)(arg, **flags)
+            answer = getattr(self.port, method)(arg, **flags)
         except PortError:
             raise
         except NotImplementedError as e:
@@ -113,6 +121,11 @@ class VocabUnderTest:
             raise PortRequestError(f"port {self.port_spec!r} raised {type(e).__name__}: {e} in {method}"
                                    f"({arg!r}, {flags}) on vocab {self.name}",
                                    stderr=traceback.format_exc()) from e
+        try:
+            return checked_answer(method, answer)
+        except WrongAnswerType as e:  # the port's bug, named: not a traceback from inside the engine
+            raise PortRequestError(f"port {self.port_spec!r} {e} in {method}({arg!r:.200}, {flags}) "
+                                   f"on vocab {self.name}") from None
 
     def pieces(self, ids) -> dict[int, bytes]:
         """Reference pieces (special=True) of the in-range ids."""
@@ -159,30 +172,48 @@ class VocabUnderTest:
         return 0
 
     def signature(self, f: Finding) -> tuple:
-        """A stand-in for a divergence's cause, to tell distinct bugs apart.
+        """What llama.cpp emitted where the outputs part, and the port's edit there:
+        ``(family, edit, what)`` (:mod:`harness.engine.signature`), from the reference side
+        only, so one bug does not split by whatever the port or the text put next to it.
 
-        encode, golden, known, crosscheck: the class (llama.cpp's flags: letter, digit,
-        space, newline, punct, symbol, mark, control, unassigned; ``/non-ascii`` marked)
-        of the character where the streams part, or ``special`` where a special token's
-        text starts there under parse_special. decode: the kind of token (normal,
-        control, byte, ...) whose output holds the first divergent byte, and the edit
-        there (``drops space``, ``adds letter``, ``replaces invalid-utf8 with symbol``).
-        piece: the kind of token. Cases with one signature count as one cause: the
-        first is shrunk and reported, the rest are counted.
+        encode, golden, known, crosscheck: the reference token at the first divergent
+        index: ``added special`` (what add_special put around the text), ``special``,
+        ``byte token``, ``unknown token``, else its piece's kind (``leading space``,
+        ``whitespace``, ``newline``, the class of its first character); where the port adds
+        tokens, the position. decode: the kind of token whose output holds the first
+        divergent byte, or the class of that byte's character (``invalid-utf8`` ...).
+        piece: the kind of token.
         """
-        d = f.divergence
-        if f.check in ("decode", "piece"):
+        d, family = f.divergence, sig.FAMILY[f.check]
+        if f.check == "piece":
+            return (family, "replaces", f"{self.token_kind(f.decoded_ids[0])} token")
+        if f.check == "decode":
+            ref, port = bytes(d.reference_ids), bytes(d.port_ids)
+            edit = sig.byte_edit(ref, port, d.index)
+            if d.index >= len(ref):
+                return (family, edit, "end")
             kind = self.token_kind(self._token_at(f.decoded_ids, d.index, bool(f.unparse_special)))
-            if f.check == "piece":
-                return (f.check, kind)
-            return (f.check, kind, sig.edit(bytes(d.reference_ids), bytes(d.port_ids), d.index))
-        data = f.text.encode("utf-8", "surrogatepass")
-        at = data[d.byte_offset:]
-        if f.parse_special and any(at.startswith(s.encode("utf-8", "surrogatepass"))
-                                   for s in self.texts.specials if s):
-            return (f.check, "special")
-        ascii_ = d.byte_offset >= len(data) or data[d.byte_offset] < 0x80
-        return (f.check, sig.class_at(data, d.byte_offset) + ("" if ascii_ else "/non-ascii"))
+            return (family, edit, sig.class_at(ref, d.index) if kind == "normal" else f"{kind} token")
+        ref, i = d.reference_ids, d.index
+        edit = sig.token_edit(ref, d.port_ids, i)
+        if edit == "adds":
+            return (family, edit, "start" if i == 0 else "end" if i >= len(ref) else "inside")
+        return (family, edit, self._emitted(f, i))
+
+    def _emitted(self, f: Finding, i: int) -> str:
+        """The kind of llama.cpp's token ``i`` of ``f`` (see :meth:`signature`)."""
+        ref = f.divergence.reference_ids
+        if f.add_special:
+            head = self._added_head(f.text, True, f.parse_special, ref)
+            body = self.reference.encode(f.text, add_special=False, parse_special=f.parse_special)
+            if i < head or i >= head + len(body):
+                return "added special"
+        kind = self.token_kind(ref[i])
+        if kind in ("control", "user_defined"):
+            return "special"
+        if kind in ("byte", "unknown"):
+            return f"{kind} token"
+        return sig.piece_kind(self.reference.token_to_piece(ref[i], special=True))
 
     def _token_at(self, ids, byte_index: int, special: bool) -> int:
         """The id whose piece covers ``byte_index`` of the concatenated pieces (last id past the end)."""

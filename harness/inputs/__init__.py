@@ -3,7 +3,7 @@
 - :mod:`~harness.inputs.strategies`: the named Hypothesis text families and recipes,
   and the profiles (``ci``, ``conformance``, ``thorough``);
 - :mod:`~harness.inputs.drift`: code points where llama.cpp's Unicode view differs from
-  a platform's (tables in ``_drift_tables``, generated);
+  a platform's (tables in ``harness.tokenizer.unicode._drift_tables``, generated);
 - :mod:`~harness.inputs.vocabgen`: adversarial texts from one vocab's own structure
   (``wordbpe``: the plain merge loop it compares with);
 - :mod:`~harness.inputs.vocabtexts`: a vocab's token and special-token texts;

@@ -44,7 +44,7 @@ from itertools import accumulate
 
 from hypothesis import strategies as st
 
-from harness.inputs._drift_tables import CLASSES, VERSIONS
+from harness.tokenizer.unicode._drift_tables import CLASSES, VERSIONS
 
 __all__ = ["CLASSES", "VERSIONS", "ORDER", "size", "nth", "drift_chars", "drift_in_context", "CONTEXTS"]
 

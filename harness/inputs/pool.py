@@ -86,7 +86,8 @@ def fragment_pool(seed: int) -> tuple:
     def draw(fragments):
         pool.extend(fragments)
 
-    draw()
+    with strategies.seeded_generation():
+        draw()
     return tuple(pool)
 
 

@@ -23,7 +23,8 @@ characters whenever one exists.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from hypothesis import HealthCheck, settings
@@ -39,6 +40,7 @@ __all__ = [
     "punctuation_code", "rare_chars", "unicode_drift", "FAMILIES", "VocabPiece", "SpecialText",
     "VocabText", "VOCAB_FAMILIES", "FRAGMENT_FAMILIES", "Recipe",
     "VocabTexts", "recipes", "materialise", "register_profiles", "PROFILES", "MAX_CHARS",
+    "seeded_generation",
 ]
 
 
@@ -314,6 +316,31 @@ def register_profiles() -> str:
                            f"{', '.join(PROFILES)}")
     settings.load_profile(name)
     return name
+
+
+@contextmanager
+def seeded_generation() -> Iterator[None]:
+    """Hypothesis draws that depend on the seed alone, so a run reproduces from the seed it prints.
+
+    Hypothesis mixes into generated values the literals it finds in the source of every
+    loaded "local" module (not in site-packages: an editable install of this harness, a
+    port's adapter). Which modules are loaded when differs between processes (xdist
+    workers, ``python -m`` or the console script, what ran before), so the same seed would
+    draw other texts. Inside this block it finds none (Hypothesis' own global constants
+    stay). A Hypothesis without that mechanism is left alone.
+    """
+    try:
+        from hypothesis.internal.conjecture import providers
+        empty = providers.Constants()
+        original = providers._get_local_constants
+    except (ImportError, AttributeError, TypeError):
+        yield
+        return
+    providers._get_local_constants = lambda: empty
+    try:
+        yield
+    finally:
+        providers._get_local_constants = original
 
 
 def _check_all(names: Sequence[str]) -> None:

@@ -26,8 +26,10 @@ serving.
 from __future__ import annotations
 
 import json
+import numbers
 import os
 import sys
+from collections.abc import Iterable, Mapping
 from typing import Any, BinaryIO, Callable, Iterator
 
 from harness.errors import HarnessError
@@ -78,10 +80,44 @@ def _text(req: dict) -> str | bytes:
     return text
 
 
+class WrongAnswerType(HarnessError):
+    """A backend's call returned another type than the port API gives."""
+
+
+def checked_answer(method: str, answer):
+    """A backend's ``encode`` answer as a list of int ids, a ``decode``/``token_to_piece``
+    answer as bytes; :class:`WrongAnswerType`, naming the method and the type, if it is
+    something else (a ``str`` for bytes, a non-int id).
+
+    >>> checked_answer("encode", (1, 2)), checked_answer("decode", bytearray(b"a"))
+    ([1, 2], b'a')
+    >>> checked_answer("decode", "ab")
+    Traceback (most recent call last):
+    ...
+    harness.protocol.server.WrongAnswerType: returned str from decode (expected bytes)
+    >>> checked_answer("encode", [1, 2.0])
+    Traceback (most recent call last):
+    ...
+    harness.protocol.server.WrongAnswerType: returned a list holding float 2.0 at index 1 from encode (expected int ids)
+    """
+    if method != "encode":
+        if isinstance(answer, (bytes, bytearray, memoryview)):
+            return bytes(answer)
+        raise WrongAnswerType(f"returned {type(answer).__name__} from {method} (expected bytes)")
+    if isinstance(answer, (str, bytes, bytearray, memoryview, Mapping)) or not isinstance(answer, Iterable):
+        raise WrongAnswerType(f"returned {type(answer).__name__} from encode (expected a list of int ids)")
+    ids = list(answer)
+    for k, i in enumerate(ids):
+        if isinstance(i, bool) or not isinstance(i, numbers.Integral):
+            raise WrongAnswerType(f"returned a list holding {type(i).__name__} {i!r:.40} at index {k} "
+                                  "from encode (expected int ids)")
+    return [int(i) for i in ids]
+
+
 def _encode(backend, req: dict) -> dict:
     ids = backend.encode(_text(req), add_special=_flag(req, "add_special"),
                          parse_special=_flag(req, "parse_special"))
-    return {"ids": [int(i) for i in ids]}
+    return {"ids": checked_answer("encode", ids)}
 
 
 def _decode(backend, req: dict) -> dict:
@@ -91,12 +127,12 @@ def _decode(backend, req: dict) -> dict:
     ids = [_int(i, "each id") for i in ids]
     out = backend.decode(ids, remove_special=_flag(req, "remove_special"),
                          unparse_special=_flag(req, "unparse_special"))
-    return {"bytes_hex": bytes(out).hex()}
+    return {"bytes_hex": checked_answer("decode", out).hex()}
 
 
 def _piece(backend, req: dict) -> dict:
     tid = _int(req.get("id"), "'id'")
-    return {"bytes_hex": bytes(backend.token_to_piece(tid, special=_flag(req, "special"))).hex()}
+    return {"bytes_hex": checked_answer("token_to_piece", backend.token_to_piece(tid, special=_flag(req, "special"))).hex()}
 
 
 def _info(backend, req: dict) -> dict:

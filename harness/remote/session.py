@@ -10,9 +10,9 @@
   *lost*: the worker is replaced on a remaining host, where the lost worker's unfinished
   tests run again (the scheduler puts them back; the test it was running too, from its
   start, not reported failed); with no host left (or the restarts spent) they are
-  reported ``not checked`` (failed tests, each with an empty tally: a ``not checked``
-  cell, a set-up error). A test is never dropped and never passes unrun. What happened
-  goes to the run's metadata (``run.hosts``) and the terminal.
+  reported ``not checked`` (skipped tests, each with an empty tally: a ``not checked``
+  cell, and the run exits 4, incomplete). A test is never dropped and never passes unrun.
+  What happened goes to the run's metadata (``run.workers_down``) and the terminal.
 """
 
 from __future__ import annotations
@@ -132,8 +132,11 @@ class HostsSession(DSession):
             vocab, flags, check = cell_of_nodeid(nid)
             tally = {"counts": {"vocab": vocab, "flags": flags, "check": check, "cases": 0, "seconds": 0.0},
                      "test": nid, "findings": [], "port_errors": [], "restarts": []}
-            rep = pytest.TestReport(nid, (nid.split("::")[0], None, nid), {}, "failed",
-                                    f"not checked: {why}", "call", user_properties=[(TALLY_KEY, json.dumps(tally))])
+            # skipped, not failed: the cell reads "not checked" and the run exits 4 (incomplete),
+            # as for any cell that was not checked; a skip here is never a pass
+            rep = pytest.TestReport(nid, (nid.split("::")[0], None, nid), {}, "skipped",
+                                    (nid.split("::")[0], 0, f"not checked: {why}"), "call",
+                                    user_properties=[(TALLY_KEY, json.dumps(tally))])
             rep.node, rep.worker_id = node, node.gateway.id
             self.config.hook.pytest_runtest_logreport(report=rep)
         self.hosts.not_checked(ids)

@@ -20,7 +20,11 @@ Its JSON (:meth:`Finding.to_json`) is one entry of ``conformance.json``'s
      "pieces": {"<id>": "<hex of llama.cpp's piece>"},
      "port_pieces": {"<id>": "<hex of the port's own piece>"},
      "spans": [[[start, end], ...], [[start, end], ...]], # text bytes per id, both sides
-     "signature": [str], "cases": int,                   # its cause, and cases sharing it
+     "signature": [str], "cases": int,                   # reference-side signature; cases of its cause
+     "replayed": int,        # of those cases, inputs from the replay store (earlier runs' failures)
+     "diagnosis": [str],                                 # the catalogue variants that reproduce it
+     "explanations": [{"key", "title", "rule"}],          # each, with its parameter, title and rule
+     "cause": str,                                       # its cause's id (conformance.json's causes)
      "repro": str}           # one-line command printing the same diff
 
 >>> Finding("encode", "v", None, True, False, "x", Divergence(0, 0, True, (1,), (2,))).flags
@@ -65,6 +69,20 @@ class Finding:
     cases: int = 1
     signature: tuple = ()
     spans: tuple = ()  # ((start, end) per reference id, (start, end) per port id): text bytes
+    replayed: int = 0  # of ``cases``, inputs from the replay store; == cases: only the store found it
+    # The catalogue variants that reproduce the port's output exactly, most specific first:
+    # (key, title, rule), the key naming the variant and its bound parameter, if any.
+    explanations: tuple = ()
+
+    @property
+    def diagnosis(self) -> tuple[str, ...]:
+        """The catalogue names of the variants that explain this finding.
+
+        >>> Finding("decode", "v", None, False, False, "", Divergence(0, 0, True, (1,), (2,)),
+        ...         explanations=(("char_read_as_space:'\\xa0'", "t", "r"),)).diagnosis
+        ('char_read_as_space',)
+        """
+        return tuple(key.split(":", 1)[0] for key, _title, _rule in self.explanations)
 
     @property
     def flags(self) -> str:
@@ -96,8 +114,10 @@ class Finding:
                "unparse_special": self.unparse_special, "text": self.text,
                "text_utf8_hex": self.text.encode("utf-8", "surrogatepass").hex(),
                "index": d.index, "byte_offset": d.byte_offset,
-               "byte_offset_exact": d.offset_exact, "cases": self.cases,
+               "byte_offset_exact": d.offset_exact, "cases": self.cases, "replayed": self.replayed,
                "signature": list(self.signature), "spans": [list(map(list, side)) for side in self.spans],
+               "diagnosis": list(self.diagnosis),
+               "explanations": [{"key": k, "title": t, "rule": r} for k, t, r in self.explanations],
                "pieces": {str(k): v.hex() for k, v in self.pieces.items()},
                "port_pieces": {str(k): v.hex() for k, v in self.port_pieces.items()},
                "repro": self.repro}
@@ -130,6 +150,8 @@ class Finding:
                    obj["parse_special"], obj["text"], div, obj["port"], pieces, decoded,
                    obj.get("remove_special"), obj.get("unparse_special"), own, obj.get("cases", 1),
                    tuple(obj.get("signature", ())),
-                   tuple(tuple(tuple(span) for span in side) for side in obj.get("spans", ())))
+                   tuple(tuple(tuple(span) for span in side) for side in obj.get("spans", ())),
+                   replayed=obj.get("replayed", 0),
+                   explanations=tuple((e["key"], e["title"], e["rule"]) for e in obj.get("explanations", ())))
 
 

@@ -1,12 +1,17 @@
 """``conformance.html``: one self-contained page a person would rather look at than read.
 
 - a header with the run: pin, port command, profile, Hypothesis seed, start, wall time, host;
-- a vocab x (check, flags) grid coloured by outcome (pass, divergence, port error,
-  unsupported, partial, not checked), each cell linking to its findings;
+- a vocab x (check, flags) grid coloured by outcome (pass, divergence, port error, error,
+  unsupported, partial, not checked), each cell linking to its findings, port error or
+  error (the cap of distinct divergences shows as ``+N capped``);
+- checks that raised (``error`` cells): the exception's last line and where it was raised;
 - port errors, each root cause once;
-- findings grouped by cause (check and signature), each with the text drawn twice as
-  token spans, llama.cpp's segmentation above the port's, on the text's own characters,
-  the first divergent token marked; the i-2..i+5 window; the repro command with a copy button.
+- the reference's own checks (llama-tokenize against libllama), in a section of their own;
+- one section per cause (harness.reports.causes): its title, diagnosis, rule, where it
+  shows and its cases, its smallest example, its other findings folded under it; each
+  finding with the text drawn twice as token spans, llama.cpp's segmentation above the
+  port's, on the text's own characters, the first divergent token marked; the i-2..i+5
+  window; the repro command with a copy button.
 
 No network, no external scripts or fonts.
 
@@ -17,17 +22,17 @@ True
 from __future__ import annotations
 
 import html
-from collections import defaultdict
 from typing import Mapping
 
+from harness.reports.causes import group_causes
 from harness.reports.cells import CHECK_COLUMNS, FLAG_ROWS, LEGEND, cell_text
 from harness.reports.escape import py_literal, render_token
 from harness.reports.finding import BYTE_CHECKS, Finding
 from harness.reports.render import flag_words, window_rows
 
 e = html.escape
-COLOURS = {"pass": "#cfc", "divergence": "#f99", "port error": "#fc6", "unsupported": "#ccd",
-           "partial": "#eeb", "not checked": "#eee"}
+COLOURS = {"pass": "#cfc", "divergence": "#f99", "port error": "#fc6", "error": "#d9f",
+           "unsupported": "#ccd", "partial": "#eeb", "not checked": "#eee"}
 
 _CSS = """body{font-family:system-ui,sans-serif;margin:1.5em;color:#222}
 table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #bbb;padding:2px 6px;font-size:12px}
@@ -38,7 +43,8 @@ tr.div td{background:#fdd;font-weight:bold}tr.after td{color:#888}
 .tok{border:1px solid #999;border-radius:3px;padding:1px 0;margin:0 1px}
 .t0{background:#e6f0ff}.t1{background:#fff2d9}.first{background:#f66!important;color:#fff}
 .empty{color:#777;font-size:11px}.tok{white-space:pre}.lab{display:inline-block;width:6em;color:#555;font-size:12px}
-.finding{border-left:4px solid #c33;padding:.2em 1em;margin:1em 0}.group{margin-top:2em}
+.finding{border-left:4px solid #c33;padding:.2em 1em;margin:1em 0}.cause{margin-top:2em;border-top:2px solid #c33}
+details{margin:.5em 0}summary{cursor:pointer;color:#555}
 code.repro{background:#f4f4f4;padding:2px 4px}pre{background:#f8f8f8;padding:.5em;white-space:pre-wrap}
 .legend span{padding:1px 6px;margin-right:4px;border:1px solid #bbb}"""
 
@@ -51,16 +57,16 @@ def anchor(vocab: str, check: str, flags: str) -> str:
 
 
 def _header(run: Mapping, totals: Mapping) -> str:
-    rows = [(k, run.get(k, "?")) for k in ("pin", "port", "profile", "hypothesis_seed", "known_examples",
-                                           "vocabs", "started", "wall_s", "host")]
+    rows = [(k, run.get(k, "?")) for k in ("pin", "port", "profile", "fast_seed", "hypothesis_seed",
+                                           "known_examples", "vocabs", "started", "wall_s", "host")]
     rows += [(k, v) for k, v in totals.items() if k != "cells_by_outcome"]
     return ("<table class='meta'>" + "".join(f"<tr><th>{e(str(k))}</th><td>{e(str(v))}</td></tr>"
                                              for k, v in rows) + "</table>")
 
 
-def _grid(cells: list[Mapping]) -> str:
+def _grid(cells: list[Mapping], columns=CHECK_COLUMNS) -> str:
     by = {(c["vocab"], c["check"], c["flags"]): c for c in cells}
-    checks = [c for c in CHECK_COLUMNS if any(k[1] == c for k in by)]
+    checks = [c for c in columns if any(k[1] == c for k in by)]
     head1 = "<tr><th rowspan=2>vocab</th>" + "".join(f"<th colspan={len(FLAG_ROWS)}>{e(c)}</th>" for c in checks)
     head2 = "<tr>" + "".join(f"<th>{f}</th>" for _ in checks for f in FLAG_ROWS) + "</tr>"
     rows = []
@@ -78,6 +84,8 @@ def _grid(cells: list[Mapping]) -> str:
                     text = f"<a href='#{anchor(vocab, check, flags)}'>{text}</a>"
                 elif c["outcome"] == "port error":
                     text = f"<a href='#e-{e(vocab)}'>{text}</a>"
+                elif c["outcome"] == "error":
+                    text = f"<a href='#x-{e(anchor(vocab, check, flags))}'>{text}</a>"
                 tds.append(f"<td class='c' style='background:{colour}' title='{e(c['outcome'])}'>{text}</td>")
         rows.append(f"<tr><th>{e(vocab)}</th>{''.join(tds)}</tr>")
     legend = "".join(f"<span style='background:{c}'>{e(k)}</span>" for k, c in COLOURS.items())
@@ -136,7 +144,10 @@ def _finding(f: Finding) -> str:
                    f"<code>{e(f.text.encode('utf-8', 'surrogatepass').hex(' '))}</code>")
         drawn = (f"<div class='toks'><span class='lab'>llama.cpp</span>{_spans(f, 0)}</div>"
                  f"<div class='toks'><span class='lab'>port</span>{_spans(f, 1)}</div>") if f.spans else ""
-    more = f" &middot; {f.cases} divergent cases share this cause" if f.cases > 1 else ""
+    more = f" &middot; {f.cases} divergent cases of its cause in this test" if f.cases > 1 else ""
+    if f.replayed:
+        more += (" &middot; <b>found only by the replay store</b> (earlier runs' inputs)" if f.replayed >= f.cases
+                 else f" &middot; {f.replayed} of them from the replay store")
     return (f"<div class='finding' id='{anchor(f.vocab, f.check, f.flags)}'>"
             f"<b>[{e(f.check)}] {e(f.vocab)}</b> ({e(str(f.pre_type))}) {e(flag_words(f))}{more}"
             f"<p>{subject}<br>first divergent index <b>{d.index}</b>"
@@ -147,33 +158,67 @@ def _finding(f: Finding) -> str:
             f"<button onclick='copyRepro(this)'>copy</button></p></div>")
 
 
-def _groups(findings: list[Finding]) -> str:
-    groups: dict[tuple, list[Finding]] = defaultdict(list)
-    for f in findings:
-        groups[(f.check,) + tuple(f.signature)].append(f)
+def _causes(findings: list[Finding]) -> str:
+    """One section per cause (:func:`harness.reports.causes.group_causes`): its title,
+    diagnosis, rule, where it shows and its cases, its minimal example drawn, and its other
+    findings folded under it."""
     out = []
-    for key, fs in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
-        out.append(f"<div class='group'><h3>{e(' / '.join(map(str, key)))} &middot; {len(fs)} finding(s) in "
-                   f"{len({(f.vocab, f.flags) for f in fs})} cell(s)</h3>{''.join(map(_finding, fs))}</div>")
+    for c in group_causes(findings):
+        others = [k for k in c.findings if k != c.example]
+        folded = (f"<details><summary>{len(others)} more finding(s) of this cause</summary>"
+                  f"{''.join(_finding(findings[k]) for k in others)}</details>") if others else ""
+        out.append(f"<div class='cause' id='cause-{e(c.id)}'><h3>{e(c.id)} &middot; {e(c.title)}</h3>"
+                   f"<p>diagnosis: <b>{e(c.diagnosis or 'none (no catalogue variant reproduces it)')}</b>"
+                   + (f"<br>rule: {e(c.rule)}" if c.rule else "")
+                   + f"<br>shows in {e(c.where())} &middot; <b>{c.cases}</b> divergent case(s)</p>"
+                   f"<p>the smallest example:</p>{_finding(findings[c.example])}{folded}</div>")
     return "".join(out)
 
 
-def html_page(report: Mapping, findings: list[Finding]) -> str:
-    """The page for one ``conformance.json`` object and its findings."""
+def html_page(report: Mapping, findings: list[Finding], reference_findings: list[Finding] = ()) -> str:
+    """The page for one ``conformance.json`` object and its findings (the port's, and the
+    reference checks' own)."""
     errs = report.get("port_errors", [])
     first = {p["vocab"]: k for k, p in reversed(list(enumerate(errs)))}  # each vocab's first gets the anchor
     errors = "".join(_port_error(p, anchored=first[p["vocab"]] == k) for k, p in enumerate(errs))
+    crashed = "".join(_error(x) for x in report.get("errors", []))
     totals = report.get("totals", {})
-    status = (f"{totals.get('divergences', 0)} distinct divergence(s), {totals.get('port_errors', 0)} port "
-              f"error(s), {totals.get('unsupported_cases', 0)} unsupported case(s), "
-              f"{totals.get('not_checked_cases', 0)} not checked")
+    status = (f"{totals.get('causes', 0)} cause(s) in {totals.get('divergent_cases', 0)} divergent case(s), "
+              f"{totals.get('port_errors', 0)} port error(s), {totals.get('errors', 0)} error(s), "
+              f"{totals.get('unsupported_cases', 0)} unsupported case(s), "
+              f"{totals.get('not_checked_cases', 0)} not checked, {totals.get('capped_cases', 0)} capped")
     return (f"<!doctype html><html lang='en'><meta charset='utf-8'><title>llama.cpp tokenizer conformance"
             f"</title><style>{_CSS}</style><script>{_JS}</script>"
             f"<h1>llama.cpp tokenizer conformance</h1><p><b>{e(status)}</b></p>"
             f"{_header(report.get('run', {}), totals)}<h2>Cells</h2>{_grid(report.get('cells', []))}"
+            + (f"<h2>Errors: checks that raised</h2>{crashed}" if crashed else "")
             + (f"<h2>Port errors</h2>{errors}" if errors else "")
-            + (f"<h2>Findings, grouped by cause</h2>{_groups(findings)}" if findings else "")
+            + (f"<h2>Causes</h2>{_causes(findings)}" if findings else "")
+            + _reference_section(report.get("reference_checks") or {}, list(reference_findings))
             + "</html>")
+
+
+def _error(x: Mapping) -> str:
+    """One check that raised: its cell, the exception's last line and where it was raised."""
+    ident = e(anchor(x["vocab"], x["check"], x["flags"]))
+    return (f"<div class='finding' id='x-{ident}'><b>error: [{e(x['check'])}] {e(x['vocab'])} {e(x['flags'])}</b> "
+            f"(after {x.get('cases', 0)} case(s); test {e(x.get('test', ''))})"
+            f"<pre>{e(x.get('error', ''))}\n  at {e(x.get('error_at', ''))}</pre></div>")
+
+
+def _reference_section(ref: Mapping, findings: list[Finding]) -> str:
+    """The reference's own checks: llama-tokenize (the CLI users run) against libllama in
+    process (the oracle), with their own totals; they never touch the port."""
+    if not ref.get("cells"):
+        return ""
+    t = ref.get("totals", {})
+    line = (f"{t.get('cases', 0)} case(s), {t.get('divergences', 0)} divergence(s), {t.get('errors', 0)} "
+            f"error(s), {t.get('unsupported_cases', 0)} unsupported case(s)")
+    return (f"<h2>Reference checks (not the port)</h2><p>llama-tokenize, the CLI users run, against "
+            f"libllama in process, the oracle of every cell above: {e(line)}</p>"
+            f"{_grid(ref['cells'], columns=('crosscheck',))}"
+            + "".join(_error(x) for x in ref.get("errors", []))
+            + "".join(map(_finding, findings)))
 
 
 def _port_error(p: Mapping, anchored: bool) -> str:

@@ -1,9 +1,10 @@
 """Several ``conformance.json`` (CI shards, or runs of disjoint vocabs) as one run.
 
 Nothing is summed from the reports' totals: every test's tally (``tallies`` in
-``conformance.json``: its counts, findings, port errors and restarts, as its worker
-shipped them) is given again to one :class:`~harness.reports.run.RunReport`, so cells,
-totals, causes and every rendering come out of a merge exactly as out of one run.
+``conformance.json``: its counts, findings, port errors and restarts, exactly as its
+worker shipped them) is given again to one :class:`~harness.reports.run.RunReport`, so
+cells, totals, causes, reference checks and every rendering come out of a merge exactly
+as out of one run.
 
 The merge refuses, naming each report's value, reports that cannot be one run:
 another pin, port, profile or seed (any ``run`` key with "seed" in its name), the same
@@ -105,9 +106,7 @@ def regather(reports: list[tuple[str, dict]]) -> RunReport:
         hosts = {w: h for h, v in d.get("throughput", {}).get("hosts", {}).items() for w in v.get("workers", [])}
         for t in d["tallies"]:
             worker = f"{label}:{t['worker']}"
-            run.add({"test": t["test"], "counts": dict(t["counts"]),
-                     "findings": [d["divergences"][k] for k in t["findings"]],
-                     "port_errors": t["port_errors"], "restarts": t["restarts"]}, worker)
+            run.add({k: v for k, v in t.items() if k != "worker"}, worker)
             if t["worker"] in hosts:
                 run.worker_hosts[worker] = hosts[t["worker"]]
     run.wall_s = max((float(d["run"].get("wall_s") or 0.0) for _, d in reports), default=0.0)
@@ -134,36 +133,3 @@ def merged_run_info(reports: list[tuple[str, dict]], missing: list[str]) -> dict
         info["missing_shards"] = missing
     return info
 
-
-def merge_junit(files: list[Path]) -> str:
-    """The JUnit XML files of the reports as one ``<testsuites>``: every test case once,
-    the counts summed, the time the longest (shards run side by side).
-
-    >>> import tempfile
-    >>> from xml.etree import ElementTree as ET
-    >>> d = Path(tempfile.mkdtemp())
-    >>> for i in (1, 2):
-    ...     _ = (d / f"{i}.xml").write_text(f'<testsuites><testsuite name="pytest" tests="1" failures="{i - 1}" '
-    ...                                     f'errors="0" skipped="0" time="{i}.5"><testcase name="t{i}"/></testsuite></testsuites>')
-    >>> xml = merge_junit([d / "1.xml", d / "2.xml"])
-    >>> xml.count("<testcase"), ET.fromstring(xml.split("\\n", 1)[1]).find("testsuite").get("failures")
-    (2, '1')
-    """
-    from xml.etree import ElementTree as ET
-
-    counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
-    merged = ET.Element("testsuite", name="pytest")
-    wall = 0.0
-    for file in files:
-        root = ET.parse(file).getroot()
-        for suite in ([root] if root.tag == "testsuite" else root.iter("testsuite")):
-            for k in counts:
-                counts[k] += int(suite.get(k, 0))
-            wall = max(wall, float(suite.get("time", 0.0)))
-            merged.extend(suite.findall("testcase"))
-    for k, v in counts.items():
-        merged.set(k, str(v))
-    merged.set("time", f"{wall:.3f}")
-    out = ET.Element("testsuites")
-    out.append(merged)
-    return "<?xml version='1.0' encoding='utf-8'?>\n" + ET.tostring(out, encoding="unicode") + "\n"

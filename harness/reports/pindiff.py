@@ -27,7 +27,8 @@ def render_md(r: dict) -> str:
              f"({b['sdist'] or 'no sdist'}{', tree sha256 ' + b['tree_sha256'][:16] if b['tree_sha256'] else ''}).",
              f"{r['cases']} encodes compared per side ({len(r['vocabs'])} vocabs × 4 flag combinations × "
              f"texts: {r['texts']}) in {r['seconds']} s; "
-             f"{sum(v['differing'] for v in r['vocabs'])} gave different ids.", "",
+             f"{sum(v['differing'] for v in r['vocabs'])} gave different ids; "
+             f"{len(r.get('skipped', []))} text(s) skipped (not sent, listed below with the reason).", "",
              "## Static changes", "",
              f"- vocab and golden files changed: {', '.join(st['files']) or 'none'}",
              f"- pre-tokenizer types added: {', '.join(st['pre_types_added']) or 'none'}; "
@@ -52,6 +53,7 @@ def render_md(r: dict) -> str:
     lines += ["", f"Unchanged: {sum(1 for v in r['vocabs'] if not v['differing'])} of {len(r['vocabs'])} vocabs "
               f"({', '.join(v['vocab'] for v in r['vocabs'] if not v['differing'])}).", "",
               "## Differences (shrunk)", ""]
+    diffs_at = len(lines)
     for group in grouped(r["differences"]):
         d = group[0]
         flags = ", ".join(f"({g['add_special']}, {g['parse_special']})" for g in group)
@@ -61,7 +63,23 @@ def render_md(r: dict) -> str:
                   f"- UTF-8: `{d['text_utf8_hex']}`; first divergent index: {d['index']}",
                   f"- {a['name']}: {_ids_line(d['from_window'])}",
                   f"- {b['name']}: {_ids_line(d['to_window'])}", ""]
+    if len(lines) == diffs_at:
+        lines += ["None.", ""]
+    lines += skipped_md(r.get("skipped", []))
     return "\n".join(lines) + "\n"
+
+
+def skipped_md(skipped: list[dict]) -> list[str]:
+    """The texts pin-diff did not send, each with its vocab, source and reason.
+
+    >>> skipped_md([{"vocab": "v", "source": "golden", "text": "a  b", "reason": "aborts"}])[2]
+    "- v, golden text `'a  b'`: aborts"
+    """
+    lines = [f"## Texts skipped ({len(skipped)})", ""]
+    if not skipped:
+        return lines + ["None: every text was sent to both pins.", ""]
+    lines += [f"- {s['vocab']}, {s['source']} text `{s['text']!r}`: {s['reason']}" for s in skipped]
+    return lines + [""]
 
 
 def grouped(diffs: list[dict]) -> list[list[dict]]:

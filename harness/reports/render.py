@@ -82,7 +82,7 @@ def text_block(f: Finding) -> str:
                   f"  utf-8: {data.hex(' ') or '(empty)'}  ({len(data)} bytes)"]
     lines.append(f"  {_where(f)}")
     if f.cases > 1:
-        lines.append(f"  {f.cases} divergent cases of this run share this signature; this is the first, shrunk")
+        lines.append(f"  {f.cases} divergent cases of this test have this cause; this one is shrunk")
     lines.append(f"  {'idx':>5}  {'llama.cpp':<36} port")
     for idx, ref, port in window_rows(f):
         mark = ">" if idx == d.index else " "
@@ -91,3 +91,23 @@ def text_block(f: Finding) -> str:
     return "\n".join(lines)
 
 
+
+
+def finding_line(f: Finding) -> str:
+    """One finding in one line: where it is, its input, and the first divergent index.
+
+    >>> from harness.reports.diff import Divergence
+    >>> finding_line(Finding("encode", "qwen2", "QWEN2", True, False, "a\\xa0b",
+    ...                      Divergence(1, 1, True, (64, 65), (64, 66)), cases=3))
+    '[encode] qwen2 add: "a\\\\xa0b" (3 cases) at token 1: llama.cpp 65, port 66'
+    """
+    d = f.divergence
+    if f.check in BYTE_CHECKS:
+        at = f"byte {d.index}: llama.cpp {bytes(d.reference_ids[d.index:d.index + 4])!r}, " \
+             f"port {bytes(d.port_ids[d.index:d.index + 4])!r}"
+        subject = f"ids {list(f.decoded_ids)[:12]}{'...' if len(f.decoded_ids) > 12 else ''}"
+    else:
+        ref = d.reference_ids[d.index] if d.index < len(d.reference_ids) else "(end)"
+        port = d.port_ids[d.index] if d.index < len(d.port_ids) else "(end)"
+        at, subject = f"token {d.index}: llama.cpp {ref}, port {port}", py_literal(f.text)
+    return f"[{f.check}] {f.vocab} {f.flags}: {subject} ({f.cases} case{'s' * (f.cases != 1)}) at {at}"

@@ -2,41 +2,57 @@
 
 Each test's tally arrives as the JSON its worker shipped (``counts``, ``findings``,
 ``port_errors``, ``restarts``); :class:`RunReport` gathers them (one root port error
-counted once per vocab, whatever tests and cases it hit) and renders the run: the
-terminal summary (:meth:`RunReport.summary`), ``conformance.json`` (:meth:`RunReport.to_json`,
-schema below) and ``conformance.html`` (:mod:`harness.reports.html`), written by
-:meth:`RunReport.write`.
+counted once per vocab, whatever tests and cases it hit) and renders the run, causes
+first (:mod:`harness.reports.causes`): the terminal summary (:meth:`RunReport.summary`),
+``conformance.json`` (:meth:`RunReport.to_json`, schema below), ``conformance.html``
+(:mod:`harness.reports.html`) and ``conformance-junit.xml`` (:mod:`harness.reports.junit`),
+written by :meth:`RunReport.write`. The reference's own checks (``REFERENCE_CHECKS``: the
+llama-tokenize CLI against libllama in process) never touch the port: they are kept apart,
+with their own cells, findings and totals.
 
-JSON schema of ``conformance.json`` (version 2)::
+JSON schema of ``conformance.json`` (version 3)::
 
-    {"schema": 2,
-     "run": {"pin", "port", "profile", "known_examples", "hypothesis_seed", "vocabs",
-             "started", "wall_s", "host"},
-     "totals": {"cases", "divergences", "divergent_cases", "port_errors", "unsupported_cases",
-                "not_checked_cases", "restarts", "cells_by_outcome": {outcome: int}},
-     "cells": [                  # one per vocab, check and flag combination
+    {"schema": 3,
+     "run": {"pin", "port", "profile", "known_examples", "fast_seed", "hypothesis_seed",
+             "reproduce", "vocabs", "started", "wall_s", "host", "replay_store"},
+     "totals": {"cases", "causes", "divergences", "divergent_cases", "port_errors", "errors",
+                "unsupported_cases", "not_checked_cases", "capped_cases", "restarts",
+                "replayed_inputs", "replayed_findings", "cells_by_outcome": {outcome: int}},
+     "causes": [                 # the unit of the report: one per bug (harness/reports/causes.py)
+        {"id": "C1", "title": str,                # the rule the port breaks, or "unexplained: ..."
+         "diagnosis": str|null,                   # the catalogue variant that explains it
+         "rule": str|null,                        # what llama.cpp does instead, and where, at the pin
+         "example": {...},                        # its minimal finding (as in "divergences")
+         "findings": [int],                       # indices into "divergences", the example first
+         "cells": [{"vocab", "check", "flags"}], "cases": int}],
+     "cells": [                  # the port's: one per vocab, check and flag combination
         {"vocab": str, "check": str, "flags": "plain"|"parse"|"add"|"add_parse",
          "cases": int,           # comparisons made with both answers in hand
          "divergences": int,     # distinct divergences (signatures) reported
          "divergent": int,       # cases that diverged
          "port_errors": int, "port_error_cases": int, "unsupported": int,
-         "not_checked": int, "capped": int, "restarts": int, "seconds": float,
-         "unsupported_reason": str,
-         "outcome": "pass"|"divergence"|"port error"|"unsupported"|"partial"|"not checked"}],
-     "divergences": [...],       # one per distinct divergence, shrunk: Finding.to_json
+         "not_checked": int, "capped": int, "errors": int, "replayed": int,
+         "restarts": int, "seconds": float,
+         "unsupported_reason": str, "error": str, "error_at": str,
+         "outcome": "pass"|"divergence"|"port error"|"error"|"unsupported"|"partial"|"not checked"}],
+     "divergences": [...],       # one per finding, shrunk: Finding.to_json, with its "cause" id
+     "errors": [{"vocab", "check", "flags", "test", "error", "error_at", "cases"}],  # checks that raised
      "port_errors": [{"vocab": str, "check": str, "flags": str,   # the first cell it hit
                       "message": str, "stderr": str, "cases": int,
                       "fatal": bool, "tests": [str]}],       # one per root cause
      "restarts": [{"vocab": str, "test": str, "note": str}],
+     "reference_checks": {"cells": [...], "divergences": [...], "errors": [...],
+                          "totals": {"cases", "divergences", "divergent_cases", "errors",
+                                     "unsupported_cases", "cells_by_outcome"}},
      "vocabs": {"<vocab>": {"<check>": {"cases", "divergences", "divergent",
-                                         "port_errors", "unsupported", "not_checked"}}},
+                                         "port_errors", "unsupported", "not_checked", "errors"}}},
      "throughput": {"cases", "wall_s", "n_workers", "cases_per_s_per_worker",
                     "workers": {"<worker>": {"cases", "seconds", "cases_per_s"}},
                     "hosts": {"<host>": {"workers": [str], "cases", "seconds", "cases_per_s"}}},
-     "tallies": [{"test": str, "worker": str, "counts": {...},   # every test's tally as it
-                  "findings": [int],     # arrived (indices into "divergences"), so that
-                  "port_errors": [...], "restarts": [str]}]}   # `llama-conformance merge`
-                                                              # re-gathers the run exactly
+     "tallies": [{"worker": str, "test": str, "counts": {...}, "findings": [...],
+                  "port_errors": [...], "restarts": [str], ...}]}
+                  # every test's tally as its worker shipped it (findings repeated in full),
+                  # so that `llama-conformance merge` re-gathers the run exactly
 
 ``run`` may also hold ``shard`` ("I/N", ``--shard``), ``hosts`` (``--hosts``: each host's
 workers, Python and what happened to it) and, in a merged report, ``merged`` (one entry per
@@ -46,8 +62,10 @@ its own test time).
 >>> r = RunReport()
 >>> r.add({"counts": {"vocab": "v", "check": "encode", "flags": "plain", "cases": 3}, "test": "t",
 ...        "findings": [], "port_errors": [], "restarts": []}, "gw0")
->>> r.totals()["cases"], r.totals()["cells_by_outcome"]
-(3, {'pass': 1})
+>>> r.add({"counts": {"vocab": "v", "check": "crosscheck", "flags": "plain", "cases": 1}, "test": "c",
+...        "findings": [], "port_errors": [], "restarts": []}, "gw0")
+>>> r.totals()["cases"], r.totals()["cells_by_outcome"], r.reference_totals()["cases"]
+(3, {'pass': 1}, 1)
 """
 
 from __future__ import annotations
@@ -57,11 +75,27 @@ import time
 from pathlib import Path
 
 from harness.errors import root_cause
-from harness.reports.cells import LEGEND, merge_cells, summary_table
+from harness.reports.causes import Cause, group_causes
+from harness.reports.cells import LEGEND, REFERENCE_CHECKS, cell_text, merge_cells, summary_table
 from harness.reports.finding import Finding
-from harness.reports.render import text_block
+from harness.reports.render import finding_line, text_block
 
-SCHEMA = 2
+SCHEMA = 3
+#: What the reference checks compare (their section's title).
+REFERENCE_TITLE = "reference checks (llama-tokenize CLI vs libllama in process; not the port)"
+
+
+def _by_outcome(cells) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for c in merge_cells(cells).values():
+        out[c["outcome"]] = out.get(c["outcome"], 0) + 1
+    return out
+
+
+def _error_entry(counts: dict, test: str) -> dict:
+    return {"vocab": counts["vocab"], "check": counts["check"], "flags": counts["flags"], "test": test,
+            "error": counts.get("error", ""), "error_at": counts.get("error_at", ""),
+            "cases": counts.get("cases", 0)}
 
 
 class RunReport:
@@ -69,9 +103,15 @@ class RunReport:
 
     def __init__(self):
         self.findings: list[Finding] = []
+        self.finding_tests: list[str] = []  # the test each finding came from (node id)
+        self.tests: list[tuple[str, dict]] = []  # (node id, counts) of every test tally
         self.cells: list[dict] = []
+        self.errors: list[dict] = []
         self.port_errors: dict[tuple[str, str], dict] = {}
         self.restarts: list[dict] = []
+        self.reference_cells: list[dict] = []
+        self.reference_findings: list[Finding] = []
+        self.reference_errors: list[dict] = []
         self.workers: dict[str, dict[str, float]] = {}
         self.started = time.perf_counter()
         self.tallies: list[dict] = []  # each test's tally as it arrived, findings as indices
@@ -80,9 +120,20 @@ class RunReport:
 
     def add(self, data: dict, worker: str) -> None:
         """One test's tally, as its worker shipped it."""
+        self.tallies.append({"worker": worker, **data})
         counts = data["counts"]
+        if counts["check"] in REFERENCE_CHECKS:
+            self.reference_cells.append(counts)
+            self.reference_findings += [Finding.from_json(f) for f in data["findings"]]
+            if counts.get("errors"):
+                self.reference_errors.append(_error_entry(counts, data["test"]))
+            return
         self.cells.append(counts)
+        self.tests.append((data["test"], counts))
         self.findings += [Finding.from_json(f) for f in data["findings"]]
+        self.finding_tests += [data["test"]] * len(data["findings"])
+        if counts.get("errors"):
+            self.errors.append(_error_entry(counts, data["test"]))
         for err in data["port_errors"]:
             # One root cause counts once per vocab, however many tests and cases it hit.
             key = (counts["vocab"], root_cause(err["message"]))
@@ -95,24 +146,40 @@ class RunReport:
         w = self.workers.setdefault(worker, {"cases": 0, "seconds": 0.0})
         w["cases"] += counts.get("cases", 0)
         w["seconds"] += counts.get("seconds", 0.0)
-        first = len(self.findings) - len(data["findings"])
-        self.tallies.append({"test": data["test"], "worker": worker, "counts": counts,
-                             "findings": list(range(first, len(self.findings))),
-                             "port_errors": data["port_errors"], "restarts": data.get("restarts", [])})
+
+    def causes(self) -> list[Cause]:
+        """The run's causes (harness.reports.causes), most divergent cases first."""
+        return group_causes(self.findings)
 
     def totals(self) -> dict:
-        """Run-wide counts, each outcome apart."""
-        merged = merge_cells(self.cells).values()
-        outcomes: dict[str, int] = {}
-        for c in merged:
-            outcomes[c["outcome"]] = outcomes.get(c["outcome"], 0) + 1
+        """Run-wide counts of the port's cells, each outcome apart."""
         return {"cases": sum(c.get("cases", 0) for c in self.cells),
+                "causes": len(self.causes()),
                 "divergences": len(self.findings),
                 "divergent_cases": sum(c.get("divergent", 0) for c in self.cells),
                 "port_errors": len(self.port_errors),
+                "errors": len(self.errors),
                 "unsupported_cases": sum(c.get("unsupported", 0) for c in self.cells),
                 "not_checked_cases": sum(c.get("not_checked", 0) for c in self.cells),
-                "restarts": len(self.restarts), "cells_by_outcome": outcomes}
+                "capped_cases": sum(c.get("capped", 0) for c in self.cells),
+                "restarts": len(self.restarts),
+                "replayed_inputs": sum(c.get("replayed", 0) for c in self.cells),
+                "replayed_findings": len(self.replay_only()),
+                "cells_by_outcome": _by_outcome(self.cells)}
+
+    def reference_totals(self) -> dict:
+        """Counts of the reference's own checks (never the port's)."""
+        return {"cases": sum(c.get("cases", 0) for c in self.reference_cells),
+                "divergences": len(self.reference_findings),
+                "divergent_cases": sum(c.get("divergent", 0) for c in self.reference_cells),
+                "errors": len(self.reference_errors),
+                "unsupported_cases": sum(c.get("unsupported", 0) for c in self.reference_cells),
+                "cells_by_outcome": _by_outcome(self.reference_cells)}
+
+    def replay_only(self) -> list[Finding]:
+        """Findings whose every case was an input from the replay store: a run from an empty
+        store does not find them."""
+        return [f for f in self.findings if f.replayed and f.replayed >= f.cases]
 
     def throughput(self) -> dict:
         """Cases checked, wall time, and cases per second per worker (two views: of the
@@ -139,19 +206,51 @@ class RunReport:
                 h[k] += v[k]
         return hosts
 
+    def _cause_text(self, c: Cause) -> str:
+        """One cause in the terminal: title, diagnosis, rule, where, cases, its smallest example
+        drawn in full and its other findings one line each."""
+        others = [k for k in c.findings if k != c.example]
+        body = [f"{c.title}", f"  diagnosis: {c.diagnosis or 'none: no catalogue variant reproduces it'}"]
+        body += [f"  rule: {c.rule}"] * bool(c.rule)
+        body += [f"  shows in: {c.where()}", f"  cases: {c.cases} divergent case(s), "
+                 f"{len(c.findings)} finding(s); the smallest:", text_block(self.findings[c.example])]
+        if others:
+            body += [f"  {len(others)} more finding(s) of this cause:"]
+            body += [f"    {finding_line(self.findings[k])}" for k in others[:12]]
+            body += [f"    ... and {len(others) - 12} more in conformance.json"] * (len(others) > 12)
+        return "\n".join(body)
+
     def summary(self, report_dir: str) -> list[tuple[str | None, str]]:
-        """The terminal summary as (section title or None, text) pairs, in order."""
-        out: list[tuple[str | None, str]] = [("conformance: (vocab, flags) x check", LEGEND),
-                                             (None, summary_table(self.cells))]
+        """The terminal summary as (section title or None, text) pairs, in order: the causes
+        first (each with its minimal example, where it shows and its cases), then the table,
+        errors, port errors and restarts, the reference checks, the replay store, the totals
+        and the throughput."""
+        causes, t = self.causes(), self.totals()
+        out: list[tuple[str | None, str]] = []
+        if causes:
+            out.append((f"conformance: {len(causes)} cause(s) in {t['divergent_cases']} divergent case(s)",
+                        "each cause: what the port gets wrong, its smallest example, where it shows"))
+        for c in causes:
+            out.append((f"-{c.id}: {c.title}", self._cause_text(c)))
+        out += [("conformance: (vocab, flags) x check", LEGEND), (None, summary_table(self.cells))]
+        for err in self.errors:
+            out.append((f"-error: {err['vocab']} {err['check']} {err['flags']} (after {err['cases']} case(s))",
+                        f"{err['error']}\n  at {err['error_at']}\n  test {err['test']}"))
         for err in self.port_errors.values():
             out.append((f"-port error: {err['vocab']} ({err['cases']} case(s), {len(err['tests'])} test(s))",
                         err["message"]))
         out += [(None, f"port restarted: {r['vocab']} before {r['test']}: {r['note']}") for r in self.restarts]
-        out += [(None, "\n" + text_block(f)) for f in self.findings]
-        t = self.totals()
-        out.append((None, f"\n{t['divergences']} distinct divergence(s) in {t['divergent_cases']} divergent "
-                          f"case(s), {t['port_errors']} port error(s), {t['unsupported_cases']} unsupported "
-                          f"case(s), {t['not_checked_cases']} case(s) not checked, {t['restarts']} restart(s); "
+        out += self._reference_summary()
+        if t["replayed_inputs"]:
+            only = self.replay_only()
+            out.append((None, f"\nreplay store: {t['replayed_inputs']} stored input(s) of earlier runs ran first; "
+                              f"{len(only)} finding(s) came only from them"
+                              + "".join(f"\n  replayed: [{f.check}] {f.vocab} {f.flags} {' / '.join(f.signature)}"
+                                        for f in only)))
+        out.append((None, f"\n{t['causes']} cause(s) in {t['divergent_cases']} divergent case(s) "
+                          f"({t['divergences']} finding(s)), {t['port_errors']} port error(s), {t['errors']} error(s), "
+                          f"{t['unsupported_cases']} unsupported case(s), {t['not_checked_cases']} case(s) not "
+                          f"checked, {t['capped_cases']} capped case(s), {t['restarts']} restart(s); "
                           f"cells: {', '.join(f'{v} {k}' for k, v in sorted(t['cells_by_outcome'].items()))}; "
                           f"reports in {report_dir}/"))
         tp = self.throughput()
@@ -164,26 +263,53 @@ class RunReport:
                     for h, v in tp["hosts"].items()]
         return out
 
+    def _reference_summary(self) -> list[tuple[str | None, str]]:
+        if not self.reference_cells:
+            return []
+        rt = self.reference_totals()
+        odd = [c for c in merge_cells(self.reference_cells).values() if c["outcome"] not in ("pass", "unsupported")]
+        line = (f"{REFERENCE_TITLE}: {rt['cases']} case(s), {rt['divergences']} divergence(s), "
+                f"{rt['errors']} error(s), {rt['unsupported_cases']} unsupported case(s); cells: "
+                + ", ".join(f"{v} {k}" for k, v in sorted(rt["cells_by_outcome"].items()))
+                + "".join(f"\n  {c['vocab']} {c['check']} {c['flags']}: {cell_text(c)}" for c in odd))
+        out: list[tuple[str | None, str]] = [(None, "\n" + line)]
+        out += [(None, f"  error: {e['vocab']} {e['check']} {e['flags']}: {e['error']} at {e['error_at']}")
+                for e in self.reference_errors]
+        out += [(None, "\n" + text_block(f)) for f in self.reference_findings]
+        return out
+
     def to_json(self, run_info: dict) -> dict:
         """The ``conformance.json`` object (schema in the module docstring)."""
         merged = list(merge_cells(self.cells).values())
         vocabs: dict[str, dict] = {}
         for c in merged:
             cur = vocabs.setdefault(c["vocab"], {}).setdefault(c["check"], {})
-            for k in ("cases", "divergences", "divergent", "port_errors", "unsupported", "not_checked"):
+            for k in ("cases", "divergences", "divergent", "port_errors", "unsupported", "not_checked", "errors"):
                 cur[k] = cur.get(k, 0) + c.get(k, 0)
+        order = (lambda c: (c["vocab"], c["check"], c["flags"]))
+        reference = {"cells": sorted(merge_cells(self.reference_cells).values(), key=order),
+                     "divergences": [f.to_json() for f in self.reference_findings],
+                     "errors": self.reference_errors, "totals": self.reference_totals()}
+        causes = self.causes()
+        cause_of = {k: c.id for c in causes for k in c.findings}
         return {"schema": SCHEMA, "run": run_info, "totals": self.totals(),
-                "divergences": [f.to_json() for f in self.findings],
+                "causes": [c.to_json(self.findings) for c in causes],
+                "divergences": [f.to_json() | {"cause": cause_of[k]} for k, f in enumerate(self.findings)],
+                "errors": self.errors,
                 "port_errors": list(self.port_errors.values()), "restarts": self.restarts,
-                "cells": sorted(merged, key=lambda c: (c["vocab"], c["check"], c["flags"])),
+                "cells": sorted(merged, key=order), "reference_checks": reference,
                 "vocabs": vocabs, "throughput": self.throughput(), "tallies": self.tallies}
 
     def write(self, out: Path, run_info: dict) -> dict:
-        """Write ``conformance.json`` and ``conformance.html`` into ``out``; returns the JSON object."""
+        """Write ``conformance.json``, ``conformance.html`` and ``conformance-junit.xml`` into
+        ``out``; returns the JSON object."""
         from harness.reports.html import html_page
+        from harness.reports.junit import junit_xml
         out.mkdir(parents=True, exist_ok=True)
         data = self.to_json(run_info)
         (out / "conformance.json").write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n",
                                               encoding="utf-8")
-        (out / "conformance.html").write_text(html_page(data, self.findings), encoding="utf-8")
+        (out / "conformance.html").write_text(html_page(data, self.findings, self.reference_findings),
+                                              encoding="utf-8")
+        (out / "conformance-junit.xml").write_text(junit_xml(self), encoding="utf-8")
         return data

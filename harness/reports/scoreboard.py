@@ -3,9 +3,12 @@
 Rows are vocabs, columns are ports. A cell shows its status and three rates:
 golden ``.inp``/``.out`` cases passed, generated flag combinations clean
 (no divergence in the whole budget of the encode and decode tests), and corpus chunks agreeing
-(the sample of :mod:`.sample`). Each cell links to its section, which holds
-the diff of every divergence: flags, text, first divergent index, the ids
-i-2..i+5 of both streams with the reference's pieces.
+(the sample of :mod:`.sample`). A port reads ``pass`` on a vocab only where every encode,
+decode and piece cell ran and passed; where nothing diverged but some did not, it reads
+``incomplete``. Each cell links to its section, which holds the diff of every divergence:
+flags (a decode's remove_special/unparse_special, a piece's special), text or ids, first
+divergent index, the ids i-2..i+5 of both streams with the reference's pieces (a decode's
+ids and both byte strings).
 
 >>> anchor("transformers", "llama-spm")
 'transformers--llama-spm'
@@ -23,15 +26,33 @@ from typing import Sequence
 from harness.reports.escape import render_token
 
 GENERATED = ("encode", "decode")
+#: The checks whose every cell must pass for a port to read pass on a vocab.
+REQUIRED_CHECKS = ("encode", "decode", "piece")
 N_COMBOS = 4  # the suite runs all four (add_special, parse_special) combinations
+
+
+def flag_pair(d: dict) -> tuple[bool, bool]:
+    """A divergence's two flags as its check names them: (add_special, parse_special) for
+    encode and golden, (remove_special, unparse_special) for decode, (special, special) for piece.
+
+    >>> flag_pair({"check": "decode", "add_special": False, "parse_special": False,
+    ...            "remove_special": True, "unparse_special": False})
+    (True, False)
+    """
+    if d.get("check") == "decode":
+        return bool(d.get("remove_special")), bool(d.get("unparse_special"))
+    if d.get("check") == "piece":
+        return bool(d.get("unparse_special")), bool(d.get("unparse_special"))
+    return d["add_special"], d["parse_special"]
 
 
 @dataclass
 class Cell:
     """One port on one vocab.
 
-    ``status``: ``pass`` (ran, no divergence), ``diverges``, ``unsupported``
-    (the port cannot load the vocab; ``error`` says why), ``port-error``
+    ``status``: ``pass`` (every encode, decode and piece cell ran and passed),
+    ``incomplete`` (no divergence, but not all of them ran and passed), ``diverges``,
+    ``unsupported`` (the port cannot load the vocab; ``error`` says why), ``port-error``
     (crashed/hung/garbage; ``error``), ``not-run``.
     """
 
@@ -52,9 +73,23 @@ class Cell:
         return sum(1 for d in self.divergences if d["check"] == "golden")
 
     def failing_combos(self, checks=GENERATED) -> list[tuple[bool, bool]]:
-        """(add_special, parse_special) combinations with a divergence in ``checks``."""
-        return sorted({(d["add_special"], d["parse_special"]) for d in self.divergences
-                       if d["check"] in checks})
+        """Flag combinations with a divergence in ``checks`` (for decode: remove_special,
+        unparse_special; see :func:`flag_pair`)."""
+        return sorted({flag_pair(d) for d in self.divergences if d["check"] in checks})
+
+    def shortfall(self) -> list[str]:
+        """The encode, decode and piece cells that did not run and pass ('check flags: outcome').
+
+        >>> Cell("p", "v", combos={"encode": {"plain": "pass"}, "decode": {"parse": "unsupported"}}).shortfall()
+        ['decode parse: unsupported', 'piece: no cell']
+        """
+        out = []
+        for check in REQUIRED_CHECKS:
+            outcomes = self.combos.get(check) or {}
+            if not outcomes:
+                out.append(f"{check}: no cell")
+            out += [f"{check} {flags}: {o}" for flags, o in outcomes.items() if o != "pass"]
+        return out
 
     def golden_text(self) -> str:
         """``'passed/cases'`` of the golden .inp/.out cases; where the vocab has a golden
@@ -127,22 +162,35 @@ def cell_from_json(obj: dict) -> Cell:
                 combos=obj["generated"].get("outcomes", {}))
 
 
+def _size(d: dict) -> tuple:
+    """What 'smallest' means: the text for encode and golden, the ids for decode and piece."""
+    if d.get("check") in ("decode", "piece"):
+        ids = d.get("reference_ids") or []
+        return (len(ids), ids)
+    return (len(d["text"]), d["text"])
+
+
 def minimal_examples(cell: Cell) -> list[dict]:
-    """The shortest diverging text of each check (golden, encode, decode) and of the
-    corpus sample (whose examples carry no "check"), in that order.
+    """The smallest divergence of each check (golden, encode, decode, piece: the shortest
+    text, or for decode and piece the shortest id list) and of the corpus sample (whose
+    examples carry no "check"), in that order.
 
     >>> [d["text"] for d in minimal_examples(Cell("p", "v", divergences=[
     ...     {"text": "abc", "check": "encode"}, {"text": "a", "check": "golden"},
     ...     {"text": "b", "check": "encode"}]))]
     ['a', 'b']
+    >>> [d["reference_ids"] for d in minimal_examples(Cell("p", "v", divergences=[
+    ...     {"text": "", "check": "decode", "reference_ids": [5, 6]},
+    ...     {"text": "", "check": "decode", "reference_ids": [7]}]))]
+    [[7]]
     """
-    pools = [[d for d in cell.divergences if d["check"] == check] for check in ("golden",) + GENERATED]
+    pools = [[d for d in cell.divergences if d["check"] == check] for check in ("golden",) + REQUIRED_CHECKS]
     pools.append((cell.sample or {}).get("examples") or [])
-    return [min(pool, key=lambda d: (len(d["text"]), d["text"])) for pool in pools if pool]
+    return [min(pool, key=_size) for pool in pools if pool]
 
 
-MARK = {"pass": "✅ pass", "diverges": "❌ diverges", "unsupported": "⚪ unsupported",
-        "port-error": "💥 port error", "not-run": "· not run"}
+MARK = {"pass": "✅ pass", "incomplete": "🟡 incomplete", "diverges": "❌ diverges",
+        "unsupported": "⚪ unsupported", "port-error": "💥 port error", "not-run": "· not run"}
 
 
 def anchor(port: str, vocab: str) -> str:
@@ -184,8 +232,26 @@ def window_rows(d: dict) -> list[tuple[int, str, str]]:
 
 
 def flags(d: dict) -> str:
-    """``add_special=B parse_special=B``."""
+    """The flags as llama.cpp names them for the divergence's check.
+
+    >>> flags({"check": "decode", "add_special": False, "parse_special": False,
+    ...        "remove_special": True, "unparse_special": True})
+    'remove_special=True unparse_special=True'
+    """
+    if d.get("check") == "decode":
+        return f"remove_special={bool(d.get('remove_special'))} unparse_special={bool(d.get('unparse_special'))}"
+    if d.get("check") == "piece":
+        return f"special={bool(d.get('unparse_special'))}"
     return f"add_special={d['add_special']} parse_special={d['parse_special']}"
+
+
+def subject(d: dict) -> str:
+    """What diverged, plainly: the text, or a decode's ids and both byte strings in full."""
+    if d.get("check") in ("decode", "piece") and "reference_bytes_hex" in d:
+        ref, port = bytes.fromhex(d["reference_bytes_hex"]), bytes.fromhex(d["port_bytes_hex"])
+        return (f"ids {d.get('reference_ids')}; llama.cpp bytes {render_piece(ref)}; "
+                f"port bytes {render_piece(port)}")
+    return f"text {d['text']!r}"
 
 
 # --- Markdown ----------------------------------------------------------------------------------
@@ -211,7 +277,9 @@ def md_code(s: str) -> str:
 
 
 def _md_diff(d: dict) -> list[str]:
-    lines = [f"- [{d.get('check', 'sample')}] {flags(d)}: text {md_code(repr(d['text']))}, "
+    what = (md_code(subject(d)) if d.get("check") in ("decode", "piece") else
+            f"text {md_code(repr(d['text']))}")
+    lines = [f"- [{d.get('check', 'sample')}] {flags(d)}: {what}, "
              f"first divergent index {d['index']}", "",
              "  | idx | llama.cpp | port |", "  |---:|---|---|"]
     for idx, ref, port in window_rows({"check": "encode", **d}):
@@ -225,6 +293,8 @@ def _md_section(c: Cell) -> list[str]:
     lines = [f'<a id="{anchor(c.port, c.vocab)}"></a>', f"### {c.port} × {c.vocab}: {MARK[c.status]}", ""]
     if c.error:
         lines += ["```", c.error.strip()[:2000], "```", ""]
+    if c.status == "incomplete":
+        lines += ["Not every encode, decode and piece cell ran and passed: " + "; ".join(c.shortfall()), ""]
     shown = minimal_examples(c)
     if shown:
         lines += ["Minimal examples (shortest text per check):", ""]
@@ -249,9 +319,9 @@ def markdown(cells: Sequence[Cell], ports: Sequence[str], vocabs: Sequence[str],
     for v in vocabs:
         lines.append(f"| {v} | " + " | ".join(_md_cell(by.get((p, v), Cell(p, v))) for p in ports) + " |")
     lines.append("")
-    sections = [c for c in cells if c.status in ("diverges", "unsupported", "port-error")]
+    sections = [c for c in cells if c.status in ("diverges", "unsupported", "port-error", "incomplete")]
     if sections:
-        lines += ["## Divergences and unsupported vocabs", ""]
+        lines += ["## Divergences, incomplete and unsupported vocabs", ""]
         for c in sections:
             lines += _md_section(c)
     return "\n".join(lines).rstrip() + "\n"
@@ -262,7 +332,7 @@ def markdown(cells: Sequence[Cell], ports: Sequence[str], vocabs: Sequence[str],
 _CSS = """body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}
 td,th{border:1px solid #ccc;padding:4px 8px;vertical-align:top}
 td.pass{background:#e8f6e8}td.diverges{background:#fde8e8}td.unsupported{background:#eee;color:#555}
-td.port-error{background:#fff0d0}code,pre,.mono{font-family:monospace}
+td.port-error{background:#fff0d0}td.incomplete{background:#fff8d0}code,pre,.mono{font-family:monospace}
 tr.at td{background:#fdd;font-weight:bold}small{color:#555}"""
 
 
@@ -284,8 +354,10 @@ def _html_diff(d: dict) -> str:
                    for idx, ref, port in window_rows({"check": "encode", **d}))
     data = d["text"].encode("utf-8", "surrogatepass")
     repro = f"<p>repro: <code>{e(d['repro'])}</code></p>" if d.get("repro") else ""
+    what = (f"<code>{e(subject(d))}</code>" if d.get("check") in ("decode", "piece") else
+            f"text <code>{e(repr(d['text']))}</code> · utf-8 <code>{e(data.hex(' '))}</code>")
     return (f"<h4>[{e(d.get('check', 'sample'))}] {e(flags(d))}</h4>"
-            f"<p>text <code>{e(repr(d['text']))}</code> · utf-8 <code>{e(data.hex(' '))}</code>"
+            f"<p>{what}"
             f"<br>first divergent index <b>{d['index']}</b>"
             + (f", byte offset <b>{d['byte_offset']}</b>" if "byte_offset" in d else "") + "</p>"
             f"<table><tr><th>idx</th><th>llama.cpp</th><th>port</th></tr>{rows}</table>{repro}")
@@ -297,6 +369,8 @@ def _html_section(c: Cell) -> str:
              f"<p><a href='scoreboard/{e(c.port)}/{e(c.vocab)}/conformance.html'>engine report</a></p>"]
     if c.error:
         parts.append(f"<pre>{e(c.error.strip()[:4000])}</pre>")
+    if c.status == "incomplete":
+        parts.append(f"<p>Not every encode, decode and piece cell ran and passed: {e('; '.join(c.shortfall()))}</p>")
     parts += [_html_diff(d) for d in c.divergences]
     parts += [_html_diff(d) for d in (c.sample or {}).get("examples") or []]
     parts += [f"<p>llama.cpp CLI vs in-process (oracle, not the port):</p>{_html_diff(d)}"

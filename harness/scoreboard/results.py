@@ -14,6 +14,7 @@ names the file and key::
          "check": "golden"|"encode"|"decode"|"crosscheck",            # required: golden vs generated
          "pieces": {"<id>": "<hex>"},                                 # optional: labels in the diff
          "reference_bytes_hex": str, "port_bytes_hex": str,           # optional, decode only
+         "remove_special": bool, "unparse_special": bool,             # optional: decode's flags
          "repro": str}],                                              # optional
      "vocabs": {"<vocab>": {"<check>": {"cases": int, "divergences": int}}},   # required
      "cells": [{"vocab": str, "check": str, "flags": "plain"|"parse"|"add"|"add_parse",
@@ -26,7 +27,8 @@ checked``, never a pass (a schema-1 report has no cells: everything generated
 reads as not checked).
 
 "crosscheck" divergences compare llama.cpp in process with its own CLI: they
-say nothing about the port, so they are kept apart (``oracle``).
+say nothing about the port, so they are kept apart (``oracle``): schema 3 reports carry
+them in ``reference_checks.divergences``, older ones among ``divergences``.
 
 >>> settle(Cell("p", "v", status="unsupported", error="ValueError: x")).status
 'unsupported'
@@ -78,8 +80,9 @@ def fill_from_report(cell: Cell, report: dict) -> Cell:
         if isinstance(c, dict) and c.get("vocab") == cell.vocab:
             cell.combos.setdefault(c.get("check"), {})[c.get("flags")] = c.get("outcome", "not checked")
     mine = [d for d in report["divergences"] if d["vocab"] == cell.vocab]
+    reference = (report.get("reference_checks") or {}).get("divergences") or []
     cell.divergences = [d for d in mine if d["check"] != "crosscheck"]
-    cell.oracle = [d for d in mine if d["check"] == "crosscheck"]
+    cell.oracle = [d for d in mine + reference if d["check"] == "crosscheck" and d.get("vocab") == cell.vocab]
     cell.port_errors = [str(e.get("message", e)) for e in report.get("port_errors", [])
                         if isinstance(e, dict) and e.get("vocab") == cell.vocab]
     return settle(cell)
@@ -87,9 +90,13 @@ def fill_from_report(cell: Cell, report: dict) -> Cell:
 
 def settle(cell: Cell) -> Cell:
     """The status from what is known: unsupported stays; any divergence (suite or
-    sample) is ``diverges``; else port errors; else ``pass`` if anything ran.
+    sample) is ``diverges``; else port errors; else, if anything ran, ``pass`` where every
+    encode, decode and piece cell ran and passed, and ``incomplete`` where some did not.
 
     >>> settle(Cell("p", "v", sample={"compared": 3, "agreed": 3, "examples": []})).status
+    'incomplete'
+    >>> every = {c: {"plain": "pass"} for c in ("encode", "decode", "piece")}
+    >>> settle(Cell("p", "v", generated_examples=3, combos=every)).status
     'pass'
     """
     if cell.status == "unsupported":
@@ -101,5 +108,5 @@ def settle(cell: Cell) -> Cell:
         errors = cell.port_errors or cell.sample["port_errors"]
         cell.status, cell.error = "port-error", errors[0]
     elif cell.golden_cases or cell.generated_examples or (cell.sample or {}).get("compared"):
-        cell.status = "pass"
+        cell.status = "incomplete" if cell.shortfall() else "pass"
     return cell

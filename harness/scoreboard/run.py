@@ -101,8 +101,7 @@ def run_suite(command: str, vocabs: list[str], out_dir: Path, *, jobs: str, prof
     env = dict(os.environ, PORT=command, VOCABS=" ".join(vocabs), HYPOTHESIS_PROFILE=profile,
                LLAMA_CONFORMANCE_REQUIRE_REFERENCE="1", PORT_TIMEOUT=str(timeout))
     argv = [sys.executable, "-m", "pytest", "-q", "-n", jobs, "-p", "harness.conformance.plugin",
-            *suite_args(), f"--conformance-reports={out_dir.resolve()}",
-            f"--junitxml={(out_dir / 'junit.xml').resolve()}"]
+            *suite_args(), f"--conformance-reports={out_dir.resolve()}"]
     # The suite comes from the installed package, so this runs outside a checkout too.
     proc = subprocess.run(argv, env=env, capture_output=True, text=True)
     (out_dir / "pytest.log").write_text(proc.stdout + proc.stderr, encoding="utf-8")

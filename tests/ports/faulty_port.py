@@ -3,7 +3,7 @@
 It answers the protocol of ``python -m harness serve`` with the harness tokenizer
 (exact), then breaks it as asked:
 
-    python tests/ports/faulty_port.py --vocab V [--bugs digits,nbsp,decode-space,fffd,extra-token]
+    python tests/ports/faulty_port.py --vocab V [--bugs digits,nbsp,decode-space,fffd,extra-token,...]
         [--declare parse_special=true,piece] [--refuse remove_special=true]
         [--crash-after N --crash-once FILE] [--error-on TEXT]
 
@@ -13,7 +13,16 @@ Bugs (each independent of the others):
 - ``decode-space``: decode drops one leading space;
 - ``fffd``: decode replaces invalid UTF-8 with U+FFFD (a str round trip);
 - ``extra-token``: every encode answer ends with an extra token 0;
-- ``piece-byte``: the piece of a BYTE token is its text (``<0x0A>``), not the byte.
+- ``piece-byte``: the piece of a BYTE token is its text (``<0x0A>``), not the byte;
+- ``nel``: U+0085 (NEL) read as a space;
+- ``crlf``: CRLF folded to LF;
+- ``nfkc``: the input NFKC-normalised;
+- ``zwj``: U+200D (ZERO WIDTH JOINER) dropped;
+- ``curly``: ’ (U+2019) read as ' (U+0027);
+- ``native-digits``: non-ASCII decimal digits read as ASCII ones (``unicodedata.decimal``).
+
+The text bugs apply to the text before anything else, in the order listed.
+Each bug is one cause for ``harness.diagnosis`` (tests/test_diagnosis.py names them).
 
 ``--declare`` lists what ``info`` declares unsupported; ``--refuse`` answers
 ``{"error": "unsupported: ..."}`` to matching requests without declaring it.
@@ -29,6 +38,7 @@ import argparse
 import json
 import re
 import sys
+import unicodedata
 from pathlib import Path
 
 from harness.tokenizer import Tokenizer
@@ -44,18 +54,53 @@ def flags_of(req: dict) -> set[str]:
     return words
 
 
+def _ascii_digit(c: str) -> str:
+    d = unicodedata.decimal(c, None) if not c.isascii() else None
+    return c if d is None else str(d)
+
+
+# bug -> what it does to the text before tokenizing
+TEXT_BUGS = {
+    "nbsp": lambda t: t.replace("\xa0", " "),
+    "nel": lambda t: t.replace("\x85", " "),
+    "crlf": lambda t: t.replace("\r\n", "\n"),
+    "nfkc": lambda t: unicodedata.normalize("NFKC", t),
+    "zwj": lambda t: t.replace("\u200d", ""),
+    "curly": lambda t: t.replace("\u2019", "'"),
+    "native-digits": lambda t: "".join(map(_ascii_digit, t)),
+}
+
+
+BUGS = set(TEXT_BUGS) | {"digits", "decode-space", "fffd", "extra-token", "piece-byte"}
+
+
+def read_text(text: str, bugs: set[str]) -> str:
+    """The text as a port with ``bugs`` reads it.
+
+    >>> read_text("a\x85b\u2019s \u0663", {"nel", "curly", "native-digits"})
+    "a b's 3"
+    """
+    for name, bug in TEXT_BUGS.items():
+        if name in bugs:
+            text = bug(text)
+    return text
+
+
 class Faulty:
     def __init__(self, args):
         self.tok = Tokenizer.from_gguf(args.vocab)
         self.bugs = set(filter(None, args.bugs.split(",")))
+        unknown = self.bugs - BUGS
+        if unknown:
+            raise SystemExit(f"faulty port: unknown --bugs {', '.join(sorted(unknown))}; "
+                             f"known: {', '.join(sorted(BUGS))}")
         self.declared = [w for w in args.declare.split(",") if w]
         self.refused = set(filter(None, args.refuse.split(",")))
         self.args, self.served = args, 0
 
     def encode(self, req):
         text, add, parse = req["text"], req["add_special"], req["parse_special"]
-        if "nbsp" in self.bugs:
-            text = text.replace("\xa0", " ")
+        text = read_text(text, self.bugs)
         if "digits" in self.bugs and not add:
             ids = [i for part in re.split(r"(\d)", text) if part
                    for i in self.tok.encode(part, add_special=False, parse_special=parse)]

@@ -35,15 +35,30 @@ SUITE = Path(harness.conformance.suite.__file__).parent
 REPO = Path(__file__).resolve().parents[2]
 
 
+def suite_node(check: str, vocab: str, flags: str | None = None) -> str:
+    """A suite node id, e.g. ``suite_node("encode", "qwen2", "plain")``."""
+    test = {"piece": "pieces"}.get(check, check)
+    params = vocab if flags is None else f"{vocab}-{flags}"
+    return f"{SUITE / f'test_{test}.py'}::test_{test}[{params}]"
+
+
+def faulty_port(*options: str) -> str:
+    """PORT command of tests/ports/faulty_port.py (a JSON-lines port) with these options."""
+    import shlex
+    import sys
+    script = REPO / "tests" / "ports" / "faulty_port.py"
+    return " ".join([shlex.quote(sys.executable), shlex.quote(str(script)), "--vocab {vocab}", *options])
+
+
 def mutant_port(name: str) -> str:
     """PORT of self-test mutant ``name`` (tests/ports/mutants.py, a Python adapter)."""
     return f"py:tests.ports.mutants:{name}"
 
 
 def run_suite(pytester, monkeypatch, port: str, vocabs: str, nodes: list[str], profile: str = "ci",
-              **env: str):
-    """Run suite ``nodes`` with ``PORT``, ``VOCABS``, the profile and ``env``; return
-    (pytester's result, the conformance.json it wrote). Hypothesis' settings are restored."""
+              args: tuple[str, ...] = (), **env: str):
+    """Run suite ``nodes`` with ``PORT``, ``VOCABS``, the profile, pytest ``args`` and ``env``;
+    return (pytester's result, the conformance.json it wrote). Hypothesis' settings are restored."""
     from hypothesis import settings
 
     from reference.build import artifacts
@@ -61,7 +76,7 @@ def run_suite(pytester, monkeypatch, port: str, vocabs: str, nodes: list[str], p
                                               f"--confcutdir={SUITE}",
                                               "--hypothesis-seed=0", f"--conformance-reports={out}",
                                               "-W", "ignore::pytest.PytestAssertRewriteWarning",
-                                              "-p", "no:cacheprovider", "-q")
+                                              "-p", "no:cacheprovider", "-q", *args)
     finally:
         settings.register_profile("_suite_run_restore", previous)
         settings.load_profile("_suite_run_restore")

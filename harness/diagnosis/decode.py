@@ -1,0 +1,199 @@
+"""Variants of decoding and pieces: ``llama_detokenize`` and ``llama_token_to_piece``.
+
+llama.cpp's rules at the pin (src/llama-vocab.cpp):
+- ``llama_vocab::impl::token_to_piece``: a BYTE token's piece is its one byte; a
+  CONTROL/UNKNOWN token's piece is empty unless ``special``;
+- ``llama_vocab::impl::detokenize``: drops a leading BOS and trailing EOS with
+  remove_special (when the vocab adds them), strips one leading space of the first
+  piece when add_space_prefix (not after a removed BOS), then applies the three
+  clean_spaces passes when the vocab's clean_spaces is true; the result is raw bytes,
+  invalid UTF-8 included.
+
+>>> DECODE_LOSSY.change(None, b"a\\xffb", None)
+b'a\\xef\\xbf\\xbdb'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Callable
+
+from harness.tokenizer import Tokenizer
+from harness.tokenizer.vocab import BYTE
+
+from .base import Variant, cached, titled
+
+__all__ = ["BytesVariant", "DecodeVocabVariant", "PieceVariant", "DECODE_LOSSY", "DECODE_DROPS_INVALID",
+           "NO_CLEAN_SPACES", "CLEAN_SPACES_FORCED", "LEADING_SPACE_KEPT", "LEADING_SPACE_STRIPPED_AFTER_BOS",
+           "STRIPS_LEADING_SPACE", "BYTE_AS_CODEPOINT", "BYTE_AS_TEXT", "SPECIALS_ALWAYS_RENDERED",
+           "SPECIALS_NEVER_RENDERED", "REMOVE_SPECIAL_IGNORED", "REMOVE_SPECIAL_FORCED"]
+
+DETOKENIZE = "src/llama-vocab.cpp, llama_vocab::impl::detokenize"
+TO_PIECE = "src/llama-vocab.cpp, llama_vocab::impl::token_to_piece"
+
+
+@dataclass(frozen=True, kw_only=True)
+class BytesVariant(Variant):
+    """llama.cpp's decode output, changed by ``change(tok, out, case_ids) -> bytes``."""
+
+    change: Callable
+    needs: Callable = lambda tok: True
+    headline: str = ""
+
+    def applies(self, tok) -> bool:
+        return tok.vocab.vocab_type != "none" and bool(self.needs(tok))
+
+    def decode(self, tok, ids, remove, unparse):
+        return self.change(tok, tok.decode(ids, remove_special=remove, unparse_special=unparse), ids)
+
+    def title(self, cases) -> str:
+        return titled(self.headline, self.rule)
+
+
+DECODE_LOSSY = BytesVariant(
+    name="decode_lossy_utf8", models="decode returns text: invalid UTF-8 replaced by U+FFFD",
+    rule=f"detokenize returns the pieces' raw bytes, invalid UTF-8 kept ({DETOKENIZE})",
+    checks=("decode",), shipped_by="known-port-bugs 21 (invalid/partial UTF-8, U+FFFD)",
+    change=lambda tok, out, ids: out.decode("utf-8", "replace").encode("utf-8"),
+    headline="decode replaces invalid UTF-8 with U+FFFD")
+DECODE_DROPS_INVALID = BytesVariant(
+    name="decode_drops_invalid_utf8", models="decode returns text: invalid UTF-8 dropped",
+    rule=f"detokenize returns the pieces' raw bytes, invalid UTF-8 kept ({DETOKENIZE})",
+    checks=("decode",), shipped_by="known-port-bugs 21 (invalid/partial UTF-8)",
+    change=lambda tok, out, ids: out.decode("utf-8", "ignore").encode("utf-8"),
+    headline="decode drops invalid UTF-8")
+STRIPS_LEADING_SPACE = BytesVariant(
+    name="decode_strips_leading_space", models="decode drops one leading space of every output",
+    rule=f"strips the first piece's leading space only for add_space_prefix vocabs, and not after a removed "
+         f"BOS ({DETOKENIZE})",
+    checks=("decode",), shipped_by="known-port-bugs 24 (leading-space strip after BOS)",
+    change=lambda tok, out, ids: out[1:] if out[:1] == b" " else out,
+    headline="decode drops a leading space")
+
+
+@dataclass(frozen=True, kw_only=True)
+class DecodeVocabVariant(BytesVariant):
+    """Decode with a changed vocab: ``changes(vocab) -> {field: value}``; ``prepare(tok, ids, remove)``
+    may rewrite the ids first."""
+
+    change: Callable = None
+    changes: Callable = dict
+    prepare: Callable = lambda tok, ids, remove: ids
+
+    def build(self, tok):
+        return Tokenizer(replace(tok.vocab, **self.changes(tok.vocab)))
+
+    def decode(self, tok, ids, remove, unparse):
+        return self.tokenizer(tok).decode(self.prepare(tok, ids, remove), remove_special=remove,
+                                          unparse_special=unparse)
+
+
+def _drop_bos(tok, ids, remove):
+    v = tok.vocab
+    return ids[1:] if remove and v.add_bos and ids[:1] == [v.bos] else ids
+
+
+NO_CLEAN_SPACES = DecodeVocabVariant(
+    name="decode_no_clean_spaces", models="decode skips clean_up_tokenization_spaces",
+    rule=f"with the vocab's clean_spaces, drops the space in ' ?', ' !', ' .', ' ,', \" ' \", \" 's\" ... "
+         f"({DETOKENIZE})",
+    checks=("decode",), shipped_by="known-port-bugs 23 (clean_up_tokenization_spaces: 'x != y and a.b == c'); "
+                                   "transformers",
+    changes=lambda v: {"clean_spaces": False}, needs=lambda tok: tok.vocab.clean_spaces,
+    headline="decode does not clean spaces before punctuation")
+CLEAN_SPACES_FORCED = DecodeVocabVariant(
+    name="decode_clean_spaces_forced", models="decode cleans spaces before punctuation where the vocab says not",
+    rule=f"cleans spaces only when the vocab's clean_spaces is true (pre-type defaults) ({DETOKENIZE})",
+    checks=("decode",), shipped_by="known-port-bugs 23 (clean_up_tokenization_spaces)",
+    changes=lambda v: {"clean_spaces": True}, needs=lambda tok: not tok.vocab.clean_spaces,
+    headline="decode cleans spaces though this vocab's clean_spaces is false")
+LEADING_SPACE_KEPT = DecodeVocabVariant(
+    name="decode_leading_space_kept", models="decode keeps the space add_space_prefix put before the first word",
+    rule=f"strips one leading space of the first piece when add_space_prefix ({DETOKENIZE})",
+    checks=("decode",), shipped_by="known-port-bugs 24; transformers on llama-spm",
+    changes=lambda v: {"add_space_prefix": False}, needs=lambda tok: tok.vocab.add_space_prefix,
+    headline="decode keeps the leading space of an add_space_prefix vocab")
+LEADING_SPACE_STRIPPED_AFTER_BOS = DecodeVocabVariant(
+    name="decode_leading_space_stripped_after_bos",
+    models="decode strips the first word's leading space even after a removed BOS",
+    rule=f"keeps the leading space when remove_special removed a BOS ({DETOKENIZE})",
+    checks=("decode",), shipped_by="known-port-bugs 24 (leading-space strip after BOS)",
+    changes=lambda v: {"add_bos": False}, prepare=_drop_bos,
+    needs=lambda tok: tok.vocab.add_space_prefix and tok.vocab.add_bos and tok.vocab.bos is not None,
+    headline="decode strips the leading space after a removed BOS")
+
+
+
+@dataclass(frozen=True, kw_only=True)
+class PieceVariant(Variant):
+    """Pieces (and so decode) with changed pieces or flags: ``special(asked) -> used``, ``pieces(tok) ->
+    {id: piece}`` replacing some cached pieces."""
+
+    special: Callable = lambda asked: asked
+    remove: Callable = lambda asked: asked
+    pieces: Callable = None
+    needs: Callable = lambda tok: True
+    headline: str = ""
+
+    def applies(self, tok) -> bool:
+        return tok.vocab.vocab_type not in ("none",) and bool(self.needs(tok))
+
+    def build(self, tok):
+        if self.pieces is None:
+            return tok
+        t = Tokenizer(tok.vocab)
+        t._pieces.update(self.pieces(tok))
+        return t
+
+    def decode(self, tok, ids, remove, unparse):
+        return self.tokenizer(tok).decode(ids, remove_special=self.remove(remove),
+                                          unparse_special=self.special(unparse))
+
+    def piece(self, tok, id, special):
+        return self.tokenizer(tok).token_to_piece(id, special=self.special(special))
+
+    def title(self, cases) -> str:
+        return titled(self.headline, self.rule)
+
+
+def _byte_pieces(render):
+    def pieces(tok):
+        v = tok.vocab
+        return {i: render(tok, i) for i, a in enumerate(v.attrs) if a & BYTE}
+    return lambda tok: cached(tok, ("byte pieces", render), lambda: pieces(tok))
+
+
+def _has_bytes(tok) -> bool:
+    return tok.vocab.vocab_type in ("spm", "ugm", "bpe") and any(a & BYTE for a in tok.vocab.attrs)
+
+
+BYTE_AS_CODEPOINT = PieceVariant(
+    name="byte_token_as_codepoint", models="a BYTE token <0xE3> decoded as the code point U+00E3, not the byte",
+    rule=f"a BYTE token's piece is the one raw byte its text names ({TO_PIECE}, token_to_byte)",
+    checks=("decode", "piece"), shipped_by="known-port-bugs 26 (byte tokens leaking into decoded text)",
+    pieces=_byte_pieces(lambda tok, i: chr(tok.token_to_piece(i)[0]).encode("utf-8")), needs=_has_bytes,
+    headline="byte tokens decoded as Latin-1 code points")
+BYTE_AS_TEXT = PieceVariant(
+    name="byte_token_as_text", models="a BYTE token's piece is its text '<0x0A>', not the byte",
+    rule=f"a BYTE token's piece is the one raw byte its text names ({TO_PIECE}, token_to_byte)",
+    checks=("decode", "piece"), shipped_by="known-port-bugs 26 (U+3000 -> <0xE3>...)",
+    pieces=_byte_pieces(lambda tok, i: tok.vocab.tokens[i]), needs=_has_bytes,
+    headline="byte tokens rendered as their text '<0xXX>'")
+SPECIALS_ALWAYS_RENDERED = PieceVariant(
+    name="specials_always_rendered", models="unparse_special (special) ignored: control tokens always printed",
+    rule=f"CONTROL/UNKNOWN pieces are empty unless special / unparse_special ({TO_PIECE})",
+    checks=("decode", "piece"), special=lambda asked: True, headline="special tokens printed without unparse_special")
+SPECIALS_NEVER_RENDERED = PieceVariant(
+    name="specials_never_rendered", models="unparse_special (special) ignored: control tokens never printed",
+    rule=f"with special / unparse_special, CONTROL/UNKNOWN pieces are their texts ({TO_PIECE})",
+    checks=("decode", "piece"), special=lambda asked: False, headline="special tokens not printed with unparse_special")
+REMOVE_SPECIAL_IGNORED = PieceVariant(
+    name="remove_special_ignored", models="remove_special ignored: BOS/EOS kept",
+    rule=f"with remove_special, drops a leading BOS and a trailing EOS the vocab adds ({DETOKENIZE})",
+    checks=("decode",), remove=lambda asked: False, needs=lambda tok: tok.vocab.add_bos or tok.vocab.add_eos,
+    headline="remove_special ignored (BOS/EOS kept)")
+REMOVE_SPECIAL_FORCED = PieceVariant(
+    name="remove_special_forced", models="decode drops BOS/EOS even without remove_special",
+    rule=f"drops the leading BOS / trailing EOS only with remove_special ({DETOKENIZE})",
+    checks=("decode",), remove=lambda asked: True, needs=lambda tok: tok.vocab.add_bos or tok.vocab.add_eos,
+    headline="decode drops BOS/EOS without remove_special")

@@ -1,0 +1,170 @@
+"""Causes, not signatures: one bug is one cause, two bugs behind one signature are two, and
+the reports name each by the rule it breaks (harness.engine.causes, harness.reports.causes).
+
+The ports here are functions over texts with planted bugs; the "catalogue" is a fake
+diagnoser that knows the planted bugs, so these tests check the grouping itself. The real
+catalogue against real test ports is tests/test_diagnosis.py and tests/test_suite_ports.py.
+"""
+
+from __future__ import annotations
+
+import json
+
+from harness.engine.causes import KEEP, CauseFinder, Group
+from harness.engine.hunt import Hunt
+from harness.engine.shrink import shrink_text
+from harness.reports.causes import group_causes, unexplained_title
+from harness.reports.diff import Divergence
+from harness.reports.finding import Finding
+from harness.reports.run import RunReport
+
+# Planted bugs: a port that reads "x" as "y" (bug X) and drops "z" (bug Z).
+BUGS = {"x_as_y": lambda t: t.replace("x", "y"), "drops_z": lambda t: t.replace("z", "")}
+
+
+def port(text: str, bugs=tuple(BUGS)) -> str:
+    for b in bugs:
+        text = BUGS[b](text)
+    return text
+
+
+def run(text: str):
+    """A finding when the port's output differs from the reference (the text itself)."""
+    got = port(text)
+    if got == text:
+        return None
+    return Finding("encode", "v", None, False, False, text,
+                   Divergence(0, 0, True, tuple(map(ord, text)), tuple(map(ord, got))))
+
+
+class Diagnoser:
+    """Knows the planted bugs: a variant explains a finding when it gives the port's output."""
+
+    def __init__(self, bugs=tuple(BUGS)):
+        self.bugs, self.calls = bugs, 0
+
+    def _output(self, name, f):
+        return tuple(map(ord, BUGS[name](f.text)))
+
+    def diagnose(self, findings):
+        self.calls += 1
+        return tuple((b, f"bug {b}", f"rule {b}") for b in self.bugs
+                     if all(self._output(b, f) == f.divergence.port_ids for f in findings))
+
+    def explains(self, keys, f):
+        return any(self._output(b, f) == f.divergence.port_ids for b in keys)
+
+    def together(self, keys, f):
+        """Two planted bugs at once: the first bug's text change, then the second bug."""
+        for i, first in enumerate(keys):
+            for j, second in enumerate(keys):
+                if i != j and tuple(map(ord, BUGS[second[0]](BUGS[first[0]](f.text)))) == f.divergence.port_ids:
+                    return i
+        return None
+
+
+def same_signature(f) -> tuple:
+    return ("encode", "replaces", "letter")  # both bugs look alike from the reference side
+
+
+def hunt_over(texts, diagnoser=None, signature=same_signature) -> list[Finding]:
+    h = Hunt("encode", "plain", run, vocab="v", signature=signature, shrink=shrink_text, diagnosis=diagnoser)
+    for t in texts:
+        h.case(t)
+    return h._settle().findings
+
+
+def test_one_bug_is_one_cause_with_every_case():
+    texts = [f"a{'b' * n}x{'c' * n}" for n in range(40)]
+    findings = hunt_over(texts, Diagnoser(("x_as_y",)))
+    assert [(f.text, f.diagnosis, f.cases) for f in findings] == [("x", ("x_as_y",), 40)]
+
+
+def test_cases_with_two_bugs_at_once_belong_to_the_two_causes_not_to_a_third():
+    texts = [f"q{'w' * n}x" for n in range(20)] + [f"e{'r' * n}z" for n in range(20)] + ["xz", "zax"] * 5
+    findings = hunt_over(texts, Diagnoser())
+    assert sorted((f.text, f.diagnosis[0]) for f in findings) == [("x", "x_as_y"), ("z", "drops_z")]
+    assert sum(f.cases for f in findings) == 50
+
+
+def test_two_bugs_behind_one_signature_come_out_as_two_causes():
+    texts = [f"q{'w' * n}x" for n in range(30)] + [f"e{'r' * n}z" for n in range(30)]
+    findings = hunt_over(texts, Diagnoser())
+    assert sorted((f.text, f.diagnosis[0], f.cases) for f in findings) == [("x", "x_as_y", 30), ("z", "drops_z", 30)]
+    causes = group_causes(findings)
+    assert [c.title for c in causes] == ["bug x_as_y", "bug drops_z"] or [c.title for c in causes] == \
+        ["bug drops_z", "bug x_as_y"]
+
+
+def test_without_a_diagnosis_a_group_is_one_unexplained_cause_under_its_signature():
+    findings = hunt_over(["abx", "cdz", "ex"], Diagnoser(()))
+    assert len(findings) == 1 and findings[0].diagnosis == () and findings[0].cases == 3
+    (cause,) = group_causes(findings)
+    assert cause.diagnosis is None and cause.title.startswith("unexplained (encode)")
+
+
+def test_a_group_keeps_its_first_cases_and_diagnoses_a_handful():
+    g = Group("s")
+    for n in range(KEEP + 500, 0, -1):
+        g.add("x" * n, run("x" * n))
+    assert g.count == KEEP + 500 and len(g.kept) == KEEP and g.first == "x" * (KEEP + 500)
+    assert [x for x, _, _ in g.shortest()[:2]] == ["x" * 501, "x" * 502]
+    d = Diagnoser(("x_as_y",))
+    finder = CauseFinder(run, shrink_text, d)
+    finder.settle(g, same_signature)
+    causes = finder.finish()
+    assert len(causes) == 1 and causes[0].cases == KEEP + 500 and d.calls <= 3
+
+
+def test_a_clean_hunt_never_diagnoses():
+    d = Diagnoser()
+    assert hunt_over(["abc", "def"] * 50, d) == [] and d.calls == 0
+
+
+def _finding(vocab, check, flags, text, cases, diagnosis=(), signature=("encode", "replaces", "letter")):
+    add, parse = {"plain": (False, False), "add": (True, False), "parse": (False, True)}[flags]
+    return Finding(check, vocab, None, add, parse, text, Divergence(0, 0, True, (1,), (2,)), cases=cases,
+                   signature=signature, explanations=tuple((d, f"bug {d}", "a rule") for d in diagnosis))
+
+
+def test_findings_merge_across_vocabs_checks_and_flags_when_their_cause_is_equal():
+    fs = [_finding("qwen2", "encode", "plain", "abc", 5, ("nel",)),
+          _finding("gpt-2", "known", "add", "a", 2, ("nel",)),
+          _finding("qwen2", "encode", "parse", "zz", 9),
+          _finding("qwen2", "golden", "plain", "z", 1, signature=("encode", "drops", "letter"))]
+    causes = group_causes(fs)
+    assert [(c.id, c.diagnosis, c.cases, c.findings) for c in causes] == [
+        ("C1", None, 9, [2]), ("C2", "nel", 7, [0, 1]), ("C3", None, 1, [3])]
+    assert causes[1].example == 1 and causes[1].cells == [("gpt-2", "known", "add"), ("qwen2", "encode", "plain")]
+    assert causes[1].title == "bug nel" and causes[0].title == unexplained_title(("encode", "replaces", "letter"))
+
+
+def test_one_explanation_covering_every_finding_makes_one_cause():
+    """Findings explained by several variants go to the explanation that covers the most."""
+    fs = [_finding("gpt-2", "encode", "plain", "00", 5, ("digits_single", "digits_apart")),
+          _finding("qwen2", "encode", "plain", "[PAD1]", 3, ("user_defined_not_matched", "digits_apart")),
+          _finding("qwen2", "known", "parse", "<|x_0|>", 1, ("specials_never_parsed", "digits_apart"))]
+    (cause,) = group_causes(fs)
+    assert (cause.diagnosis, cause.cases, cause.findings) == ("digits_apart", 9, [0, 1, 2])
+
+
+def test_the_report_lists_causes_first_and_every_finding_carries_its_cause(tmp_path):
+    r = RunReport()
+    fs = [_finding("qwen2", "encode", "plain", "abc", 5, ("nel",)), _finding("qwen2", "encode", "add", "a", 2, ("nel",))]
+    r.add({"counts": {"vocab": "qwen2", "check": "encode", "flags": "plain", "cases": 9, "divergent": 5},
+           "test": "test_encode[qwen2-plain]", "findings": [fs[0].to_json()], "port_errors": [], "restarts": []}, "gw0")
+    r.add({"counts": {"vocab": "qwen2", "check": "encode", "flags": "add", "cases": 9, "divergent": 2},
+           "test": "test_encode[qwen2-add]", "findings": [fs[1].to_json()], "port_errors": [], "restarts": []}, "gw0")
+    data = r.write(tmp_path, {"pin": "x"})
+    assert data["schema"] == 3 and data["totals"]["causes"] == 1
+    (cause,) = data["causes"]
+    assert cause["id"] == "C1" and cause["diagnosis"] == "nel" and cause["rule"] == "a rule"
+    assert cause["findings"] == [1, 0] and cause["example"]["text"] == "a" and cause["cases"] == 7
+    assert [d["cause"] for d in data["divergences"]] == ["C1", "C1"]
+    summary = "\n".join(text for _title, text in r.summary("r"))
+    assert summary.index("bug nel") < summary.index("vocab       flags") and "1 cause(s) in 7 divergent" in summary
+    junit = (tmp_path / "conformance-junit.xml").read_text()
+    assert junit.count("<failure") == 2 and "test_encode[qwen2-add] [C1]" in junit
+    html = (tmp_path / "conformance.html").read_text()
+    assert html.count("class='cause'") == 1 and "<details><summary>1 more finding(s)" in html
+    assert json.loads((tmp_path / "conformance.json").read_text())["causes"][0]["title"] == "bug nel"

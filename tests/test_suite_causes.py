@@ -1,0 +1,52 @@
+"""One bug, one cause: every single-bug mode of tests/ports/faulty_port.py, run through the suite,
+is reported as exactly one cause, named by the catalogue variant of its bug, with a small example.
+(The mutants of tests/ports/mutants.py and a port with three bugs: tests/test_suite_ports.py.)"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support.suite import SUITE, run_suite
+
+pytest_plugins = ["pytester"]
+
+# bug -> (vocab, checks at plain flags, the catalogue variant that names its cause)
+MODES = {
+    "digits": ("llama-spm", ("known", "encode"), "digits_encoded_apart"),
+    "nbsp": ("llama-bpe", ("known", "encode"), "char_read_as_space"),
+    "decode-space": ("qwen2", ("decode",), "decode_strips_leading_space"),
+    "fffd": ("llama-spm", ("decode",), "decode_lossy_utf8"),
+    "extra-token": ("qwen2", ("known", "encode"), "extra_token_appended"),
+    "piece-byte": ("llama-spm", ("piece",), "byte_token_as_text"),
+    "nel": ("qwen2", ("known", "encode"), "char_read_as_space"),
+    "crlf": ("qwen2", ("known", "encode"), "crlf_folded"),
+    "nfkc": ("qwen2", ("known", "encode"), "nfkc_input"),
+    "zwj": ("qwen2", ("known", "encode"), "char_dropped"),
+    "curly": ("qwen2", ("known", "encode"), "curly_apostrophe"),
+    "native-digits": ("qwen2", ("known", "encode"), "native_digits_ascii"),
+}
+
+
+def _node(check: str, vocab: str) -> str:
+    test = {"piece": "pieces"}.get(check, check)
+    return f"{SUITE / f'test_{test}.py'}::test_{test}[{vocab}-plain]"
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize("bug", sorted(MODES))
+def test_each_single_bug_mode_is_one_diagnosed_cause(pytester, monkeypatch, bug):
+    vocab, checks, expected = MODES[bug]
+    script = Path(__file__).parent / "ports" / "faulty_port.py"
+    port = f"{shlex.quote(sys.executable)} {shlex.quote(str(script))} --vocab {{vocab}} --bugs {bug}"
+    result, report = run_suite(pytester, monkeypatch, port, vocab, [_node(c, vocab) for c in checks])
+    assert result.ret == 1, result.stdout.str()[-3000:]
+    causes = [(c["diagnosis"], c["title"], c["cases"]) for c in report["causes"]]
+    print(f"{bug}: {causes}")
+    assert [c[0] for c in causes] == [expected], causes
+    example = report["causes"][0]["example"]
+    assert len(example["text"]) <= 8 if example["text"] else len(example["reference_ids"]) <= 4, example
+    assert report["totals"]["causes"] == 1 and report["causes"][0]["cases"] == report["totals"]["divergent_cases"]
