@@ -134,7 +134,7 @@ test-pins: $(STAMP)
 
 # sdist with setuptools' PEP 517 hook, wheel with pip (no extra build tool); the suite ships inside.
 dist: $(STAMP)
-	rm -rf dist
+	rm -rf dist build  # build/: setuptools would pack files deleted from the tree since the last build
 	$(PY) -c "from setuptools import build_meta as b; b.build_sdist('dist')"
 	$(PY) -m pip wheel --quiet --disable-pip-version-check --no-deps -w dist .
 	@ls -1 dist
