@@ -7,11 +7,9 @@ machine's build (``--copy-build``: the 5-minute compile is the one thing skipped
 fetch, the build step and the lock verification run there for real). The port is the
 faulty JSON-lines port (tests/ports/faulty_port.py, three bugs), so cells hold divergences.
 
-"The same run on one machine" is the same installed package (hostA's venv) run here with
-``--jobs 2``: Hypothesis mines constants from code outside site-packages, so an editable
-checkout draws other inputs than a wheel does, with the same seed (README, "Several machines").
-Every run starts from an empty replay store (a fresh working directory; the hosts' work/
-emptied), as replayed shrunk inputs would change the cases.
+"The same run on one machine" is this checkout's ``llama-conformance run --jobs 2`` with the
+same options. Every run starts from an empty replay store (a fresh working directory; the
+hosts' work/ emptied), as replayed shrunk inputs would change the cases.
 """
 
 from __future__ import annotations
@@ -59,10 +57,6 @@ class Cluster:
     def controller(self, *args: str) -> list[str]:
         return [sys.executable, "-m", "harness.cli", *args]
 
-    def installed(self, *args: str) -> list[str]:
-        """This machine running hostA's installed package (the single-machine runs)."""
-        return [str(self.root / "hostA" / "venv" / "bin" / "llama-conformance"), *args]
-
     def run(self, argv: list[str], **env) -> tuple[int, str, dict, Path]:
         """(exit code, output, conformance.json, report dir) of one run in a fresh directory."""
         cwd = self.fresh_dir()
@@ -75,8 +69,7 @@ class Cluster:
         return p.returncode, p.stdout + p.stderr, report, out
 
     def single(self, *extra: str):
-        return self.run(self.installed("run", *COMMON, "--jobs", "2", *extra),
-                        LLAMA_CONFORMANCE_CACHE=str(self.root / "hostA" / "cache"))
+        return self.run(self.controller("run", *COMMON, "--jobs", "2", *extra))
 
     def hosts(self, hosts: str, *extra: str):
         return self.run(self.controller("run", *COMMON, "--hosts", hosts, *self.layout, *extra))
@@ -87,9 +80,11 @@ def cluster(tmp_path_factory):
     root = tmp_path_factory.mktemp("remote")
     sshd = Sshd(root / "sshd").start()
     try:
-        dist = root / "dist"
+        dist = root / "dist"  # as make dist: the sdist, and the wheel built from it (no stale build/)
+        subprocess.run([sys.executable, "-c", f"from setuptools import build_meta as b; b.build_sdist({str(dist)!r})"],
+                       cwd=REPO, check=True, capture_output=True, timeout=600)
         subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--disable-pip-version-check", "--no-deps",
-                        "-w", str(dist), str(REPO)], check=True, timeout=600)
+                        "-w", str(dist), str(next(dist.glob("*.tar.gz")))], check=True, timeout=600)
         wheel = next(dist.glob("*.whl"))
         c = Cluster(root, sshd)
         p = subprocess.run(c.controller("prepare", "--hosts", "hostA,hostB", "--package", str(wheel),
