@@ -19,6 +19,8 @@ from harness.tokenizer import pins
 
 from tests.support.suite import run_suite, suite_node
 
+pytest_plugins = ["pytester"]
+
 
 def _tree():
     from reference import lock
