@@ -83,7 +83,8 @@ def _run_parser(sub) -> None:
                         '"java -jar port.jar --vocab {vocab}"; or harness, llama.cpp, py:MODULE:FACTORY '
                         "(default: $PORT, else harness)")
     r.add_argument("--vocabs", nargs="+", default=_env_list("VOCABS"), metavar="VOCAB",
-                   help="pinned vocab names or .gguf paths (default: $VOCABS, else every pinned vocab)")
+                   help="pinned vocab names, .gguf paths, derived:<pre or model>, all-pre, all-derived or all "
+                        "(default: $VOCABS, else every pinned vocab)")
     r.add_argument("--pin", default=os.environ.get("PIN") or None,
                    help="llama.cpp commit or pin name to check against (default: $PIN, else the lock's)")
     r.add_argument("--profile", default=os.environ.get("HYPOTHESIS_PROFILE") or "conformance",
@@ -380,9 +381,9 @@ def serve(argv: list[str]) -> int:
     for i, a in enumerate(argv):
         name = argv[i + 1] if a == "--vocab" and i + 1 < len(argv) else a.removeprefix("--vocab=")
         if (a == "--vocab" or a.startswith("--vocab=")) and not os.path.exists(name):
-            from reference.vocabs import vocab_path
+            from harness.inputs.derived import resolve
             try:
-                path = str(vocab_path(name))
+                path = str(resolve(name))
             except HarnessError as e:
                 print(f"serve: cannot load vocab {name!r}: {e}", file=sys.stderr)
                 return 2

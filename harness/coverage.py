@@ -228,29 +228,52 @@ def unreachable(lines: dict, models: set[str], pre_types: set[str],
         reason = None
         model = next((m for prefix, m in _NEEDS_MODEL if fn.startswith(prefix)), None)
         if model is not None and model not in models:
-            reason = f"vocab type {model}: no pinned vocab"
+            reason = f"vocab type {model}: no pinned or derived vocab"
         splitter = next((f for f in users if fn.startswith(f + "(")), None)
         if splitter is not None and not users[splitter] & pre_types:
             reason = (f"{splitter}: used by pre-type {', '.join(sorted(users[splitter])) or '(none)'}, "
-                      f"no pinned vocab")
+                      f"no pinned or derived vocab")
         if reason is None and sources and file in sources:
             kind, labels = case_labels(sources[file], line)
             if kind == "pre" and not set(labels) & pre_types:
-                reason = f"pre-type {', '.join(labels)}: no pinned vocab"
+                reason = f"pre-type {', '.join(labels)}: no pinned or derived vocab"
             elif kind == "type" and not {_VOCAB_TYPE_MODEL.get(x, x.lower()) for x in labels} & models:
-                reason = f"vocab type {', '.join(_VOCAB_TYPE_MODEL.get(x, x.lower()) for x in labels)}: no pinned vocab"
+                reason = (f"vocab type {', '.join(_VOCAB_TYPE_MODEL.get(x, x.lower()) for x in labels)}: "
+                          "no pinned or derived vocab")
         if reason:
             out.append({"file": file, "line": line, "reason": reason})
     return out
 
 
-def pinned_models_and_pre_types() -> tuple[set[str], set[str]]:
+_ABORTS = re.compile(r"\b(GGML_ABORT|GGML_ASSERT|throw|abort)\b")
+
+
+def uncovered_reason(source: list[str], line: int) -> str:
+    """Why an uncovered line (not explained by a missing vocab) is not reached: an abort or
+    throw path (llama.cpp stops there: no conformance case can return through it), a line
+    of such a block, or none found (an input could still reach it: a finding to aim at).
+
+    >>> uncovered_reason(["x;", "  GGML_ABORT(0);"], 2)
+    'abort/throw path: llama.cpp aborts or throws here, no case can pass through it'
+    """
+    text = source[line - 1] if 0 < line <= len(source) else ""
+    if _ABORTS.search(text):
+        return "abort/throw path: llama.cpp aborts or throws here, no case can pass through it"
+    nxt = " ".join(source[line:line + 2])
+    if _ABORTS.search(nxt) and text.strip().endswith("{"):
+        return "guard of an abort/throw path"
+    return "no reason found: no input of the run reached it"
+
+
+def pinned_models_and_pre_types(derived: bool = False) -> tuple[set[str], set[str]]:
+    """The tokenizer models and pre-types of the pinned vocabs (and of the derived ones)."""
     from harness.engine.vut import pre_type_label
+    from harness.inputs.derived import expand, resolve
     from harness.tokenizer.gguf import GGUFReader
-    from reference.vocabs import names, vocab_path
+    from reference.vocabs import names
     models, pres = set(), set()
-    for n in names():
-        p = vocab_path(n)
+    for n in (expand(["all"]) if derived else names()):
+        p = resolve(n)
         models.add(GGUFReader(p).get("tokenizer.ggml.model"))
         pres.add(pre_type_label(p))
     return models, pres
@@ -271,6 +294,9 @@ def phases(only: list[str] | None) -> list[tuple[str, list[str], dict]]:
     for fam in strategies.FRAGMENT_FAMILIES:
         out.append((f"strategy:{fam}", [*generated, *two], {"STRATEGY_FAMILIES": fam, "KNOWN_EXAMPLES": "0"}))
     out.append(("known_examples", [str(sdir / "test_known.py")], {"KNOWN_EXAMPLES": "1"}))
+    # Every derived vocab (one per pre name and per vocab type no pinned file has,
+    # harness/inputs/derived), through the whole suite: the code only they reach.
+    out.append(("derived", [str(sdir)], {"VOCABS": "all-derived"}))
     if only:
         out = [p for p in out if p[0] in only or p[0].split(":")[-1] in only]
     return out
@@ -325,18 +351,23 @@ def main(argv: list[str] | None = None) -> int:
         print(f"coverage: {name:32s} +{by_family[name]:5d} lines  ({len(seen)}/{len(lines)}, "
               f"{time.perf_counter() - t0:.0f} s{', suite exit ' + str(rc) if rc else ''})", file=sys.stderr)
     snapshot(build_dir, source, snap_dir / "snapshot.json", html=snap_dir / "index.html")
-    models, pres = pinned_models_and_pre_types()
+    with_derived = any(name == "derived" for name, _, _ in plan)
+    models, pres = pinned_models_and_pre_types(derived=with_derived)
     sources = {f: (source / f).read_text(encoding="utf-8", errors="replace").splitlines() for f in FILES}
-    report = {**summarise(lines), "profile": args.profile, "files": list(FILES),
-              "unreachable": unreachable(lines, models, pres, sources), "by_family": by_family,
-              "uncovered": [{"file": f, "line": n, "function": fn}
+    unreach = unreachable(lines, models, pres, sources)
+    why = {(u["file"], u["line"]): u["reason"] for u in unreach}
+    report = {**summarise(lines), "profile": args.profile, "files": list(FILES), "derived": with_derived,
+              "unreachable": unreach, "by_family": by_family,
+              "uncovered": [{"file": f, "line": n, "function": fn,
+                             "reason": why.get((f, n)) or uncovered_reason(sources.get(f, []), n)}
                             for (f, n), (c, _, fn) in sorted(lines.items()) if not c]}
     (args.out / "coverage.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     s = summarise(lines)
     print(f"coverage: lines {s['lines_covered']}/{s['lines_total']} "
           f"({100 * s['lines_covered'] / max(1, s['lines_total']):.1f} %), branches "
           f"{s['branches_covered']}/{s['branches_total']}; {len(report['unreachable'])} lines unreachable "
-          f"with the pinned vocabs; {args.out / 'coverage.json'}, {snap_dir / 'index.html'}", file=sys.stderr)
+          f"with the {'pinned and derived' if with_derived else 'pinned'} vocabs; "
+          f"{args.out / 'coverage.json'}, {snap_dir / 'index.html'}", file=sys.stderr)
     return 0
 
 

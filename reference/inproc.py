@@ -24,6 +24,38 @@ from .build import artifacts, require
 _LIB = None
 _LIB_LOCK = threading.Lock()
 _INSTANCES: dict[str, "InProcessReference"] = {}
+# llama.cpp's std::regex path (pre types without a hand-written splitter) recurses per
+# character: a long text overflows the default 8 MiB stack and kills the process. Texts
+# above this size are tokenized on a thread with BIG_STACK bytes of stack.
+BIG_STACK_ABOVE = 8 * 1024
+BIG_STACK = 512 * 1024 * 1024
+_STACK_LOCK = threading.Lock()
+
+
+def _on_big_stack(fn, *args):
+    """``fn(*args)`` on a fresh thread with a :data:`BIG_STACK` stack; its result or exception.
+
+    >>> _on_big_stack(sum, [1, 2])
+    3
+    """
+    box: dict = {}
+
+    def run():
+        try:
+            box["ok"] = fn(*args)
+        except BaseException as e:  # re-raised on the caller's thread
+            box["err"] = e
+    with _STACK_LOCK:  # threading.stack_size is process-wide: set it, start, restore
+        old = threading.stack_size(BIG_STACK)
+        try:
+            t = threading.Thread(target=run, name="llama-big-stack")
+            t.start()
+        finally:
+            threading.stack_size(old)
+    t.join()
+    if "err" in box:
+        raise box["err"]
+    return box["ok"]
 
 
 def _declare(lib: ctypes.CDLL) -> None:
@@ -116,6 +148,11 @@ class InProcessReference:
     def encode(self, text: str | bytes, add_special: bool = False, parse_special: bool = False) -> list[int]:
         """``llama_tokenize``; retries with a bigger buffer on a negative size."""
         data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
+        if len(data) > BIG_STACK_ABOVE:
+            return _on_big_stack(self._encode, data, add_special, parse_special)
+        return self._encode(data, add_special, parse_special)
+
+    def _encode(self, data: bytes, add_special: bool, parse_special: bool) -> list[int]:
         cap = len(data) + 16
         with self._call_lock:
             for _ in range(3):

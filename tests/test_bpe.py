@@ -209,44 +209,28 @@ def test_session_refuses_other_vocab_types():
         Session(SimpleNamespace(vocab_type="spm", path="x", pre_type="DEFAULT"))
 
 
-# --- derived vocabs: the whitespace and hybriddna sessions vs the reference ---
-
-def _derive(tmp_path, name, changes):
-    from harness.tokenizer.gguf.writer import rewrite_metadata
-    from reference.vocabs import vocab_path
-    dst = tmp_path / f"{name}.gguf"
-    rewrite_metadata(require(vocab_path, "gpt-2"), dst, changes)
-    return dst
-
+# --- derived vocabs (harness/inputs/derived/builders.py): the whitespace and hybriddna sessions ---
 
 @pytest.mark.reference
 def test_whitespace_model_agrees_with_reference(tmp_path):
-    from harness.tokenizer.gguf import GGUFValueType as T
+    from harness.inputs.derived.builders import whitespace_gguf
     from harness.tokenizer import Tokenizer
     from reference.inproc import InProcessReference
+    from reference.vocabs import vocab_path
     texts = ["Hello World  foo\tbar\n\nBaz", "ÀÉÎ ÕÜ", "a\u3000b\xa0c", "x" * 50, "  lead trail  ", "İ ΣΑΣ"]
     for lower in (False, True):
-        path = _derive(tmp_path, f"ws{lower}", {
-            "tokenizer.ggml.model": (T.STRING, "whitespace"), "tokenizer.ggml.pre": (T.STRING, "whitespace"),
-            "tokenizer.ggml.normalizer.lowercase": (T.BOOL, lower)})
+        path = whitespace_gguf(require(vocab_path, "gpt-2"), tmp_path / f"ws{lower}.gguf", lowercase=lower)
         tok, ref = Tokenizer.from_gguf(path), require(InProcessReference.load, path)
         assert _mismatches(tok, ref, texts) == [], f"lowercase={lower}"
 
 
 @pytest.mark.reference
 def test_hybriddna_model_agrees_with_reference(tmp_path):
-    from harness.tokenizer.gguf import GGUFReader, GGUFValueType as T
+    from harness.inputs.derived.builders import hybriddna_gguf
     from harness.tokenizer import Tokenizer
     from reference.inproc import InProcessReference
     from reference.vocabs import vocab_path
-    r = GGUFReader(require(vocab_path, "gpt-2"))
-    extra = ["<dna>", "</dna>", "<oov>"] + [k + "\ue000" for k in ("ACGTAC", "GTAAAA", "CCCCCC", "AAAAAA")]
-    tokens = [bytes(t) for t in r.get("tokenizer.ggml.tokens")] + [e.encode() for e in extra]
-    types = list(r.get("tokenizer.ggml.token_type")) + [1] * len(extra)
-    path = _derive(tmp_path, "dna", {
-        "tokenizer.ggml.model": (T.STRING, "hybriddna"),
-        "tokenizer.ggml.tokens": (T.ARRAY, tokens, T.STRING),
-        "tokenizer.ggml.token_type": (T.ARRAY, [int(t) for t in types], T.INT32)})
+    path = hybriddna_gguf(require(vocab_path, "gpt-2"), tmp_path / "dna.gguf")
     tok, ref = Tokenizer.from_gguf(path), require(InProcessReference.load, path)
     texts = ["seq <dna>acgtacgtaaaa</dna> end", "<dna>cccccccc", "<dna></dna><dna>NNNNNNA</dna>x",
              "no dna here", "<dna>aaaaaa</dna><dna>é</dna>"]

@@ -33,9 +33,9 @@ def test_unreachable_lines_name_the_missing_vocab_type_or_pre_type():
              ("src/unicode.cpp", 6): (0, [], "unicode_regex_split_custom_qwen2(std::string const&)"),
              ("src/unicode.cpp", 7): (4, [], "unicode_regex_split_custom_afmoe(std::string const&)")}
     out = C.unreachable(lines, models={"gpt2", "llama"}, pre_types={"QWEN2"})
-    assert out == [{"file": "src/llama-vocab.cpp", "line": 10, "reason": "vocab type plamo2: no pinned vocab"},
+    assert out == [{"file": "src/llama-vocab.cpp", "line": 10, "reason": "vocab type plamo2: no pinned or derived vocab"},
                    {"file": "src/unicode.cpp", "line": 5, "reason": "unicode_regex_split_custom_kimi_k2: "
-                                                                   "used by pre-type KIMI_K2, no pinned vocab"}]
+                                                                   "used by pre-type KIMI_K2, no pinned or derived vocab"}]
 
 
 def test_splitters_map_to_the_pre_types_that_select_them():
@@ -47,7 +47,8 @@ def test_splitters_map_to_the_pre_types_that_select_them():
 
 def test_phases_cover_every_check_and_strategy_family():
     names = [p[0] for p in C.phases(None)]
-    assert names[:2] == ["golden", "crosscheck"] and names[-1] == "known_examples"
+    assert names[:2] == ["golden", "crosscheck"] and names[-2:] == ["known_examples", "derived"]
+    assert C.phases(["derived"])[0][2] == {"VOCABS": "all-derived"}
     assert {f"strategy:{f}" for f in strategies.FRAGMENT_FAMILIES} <= set(names)
     assert [p[0] for p in C.phases(["unicode_drift"])] == ["strategy:unicode_drift"]
 

@@ -43,15 +43,22 @@ def test_plamo_eos_keeps_s_normal(tmp_path):
         assert 2 in v.eog
 
 
-def test_test_model_is_refused_clearly(tmp_path):
+def test_test_model_loads_from_its_pin(tmp_path):
+    """tokenizer.ggml.model 'test' is LLAMA_VOCAB_TYPE_TEST from 0c1e570 on (5-byte hash chunks,
+    hex pieces: harness/tokenizer/algorithms/hashtest.py); before, an unknown tokenizer."""
+    from harness.tokenizer import Tokenizer
     from harness.tokenizer.gguf.writer import write_gguf
-    from harness.tokenizer.vocab import Vocab
 
     p = tmp_path / "t.gguf"
     write_gguf(p, spm(**{K.MODEL: (T.STRING, "test")}))
-    want = "LLAMA_VOCAB_TYPE_TEST" if pins.has("vocab_type_test") else "unknown tokenizer model"
-    with pytest.raises(VocabError, match=want):
-        Vocab.from_gguf(p)
+    if not pins.has("vocab_type_test"):
+        with pytest.raises(VocabError, match="unknown tokenizer model"):
+            Tokenizer.from_gguf(p)
+        return
+    tok = Tokenizer.from_gguf(p)
+    # "abcde": ((((97*31+98)*31+99)*31+100)*31+101) % 7 == 0; "f": 102 % 7 == 4; add_special adds nothing
+    assert tok.vocab.vocab_type == "test" and tok.encode("abcdef", add_special=True) == [0, 4]
+    assert tok.token_to_piece(6, special=False) == b"6" and tok.token_to_piece(1) == b""  # <s> is CONTROL
 
 
 _PROBE = """

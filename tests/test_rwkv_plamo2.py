@@ -1,7 +1,7 @@
 """RWKV and PLaMo-2 sessions against llama.cpp on small, realistic GGUFs built here.
 
-No pinned vocab uses either type, so each test writes one to ``tmp_path``,
-shaped like what llama.cpp's converter writes (conversion/base.py
+No pinned vocab uses either type, so each test writes one to ``tmp_path`` with the
+builders the derived vocabs use (harness/inputs/derived/builders.py), shaped like what llama.cpp's converter writes (conversion/base.py
 ``_set_vocab_rwkv_world`` / ``_set_vocab_plamo``): RWKV token texts are
 ``repr(bytes)[2:-1]`` escapes, with ``<s>`` CONTROL first and ``[PADn]``
 UNUSED last; PLaMo-2 has ``<|plamo:*|>`` CONTROL tokens, all 256 ``<0xXX>``
@@ -18,6 +18,7 @@ import random
 
 import pytest
 
+from harness.inputs.derived import builders
 from harness.tokenizer.algorithms import plamo2, rwkv
 from harness.errors import VocabError
 from harness.tokenizer.gguf import GGUFValueType as T
@@ -52,17 +53,7 @@ def _texts(seed: int, pieces: list[str], n: int = 120) -> list[bytes]:
 # --- RWKV -------------------------------------------------------------------------------------
 
 def _rwkv_gguf(path, raw_tokens: list[bytes], *, unk: int | None = None, escaped_extra=()):
-    tokens = [b"<s>"] + [repr(t)[2:-1].encode() for t in raw_tokens] + list(escaped_extra)
-    tokens += [b"[PAD%d]" % i for i in range(len(tokens), len(tokens) + 3)]
-    types = [CONTROL] + [NORMAL] * (len(tokens) - 4) + [UNUSED] * 3
-    meta = {"general.architecture": (T.STRING, "rwkv6"), "general.name": (T.STRING, "rwkv-test"),
-            "tokenizer.ggml.model": (T.STRING, "rwkv"),
-            "tokenizer.ggml.tokens": (T.ARRAY, tokens, T.STRING),
-            "tokenizer.ggml.token_type": (T.ARRAY, types, T.INT32)}
-    if unk is not None:
-        meta["tokenizer.ggml.unknown_token_id"] = (T.UINT32, unk)
-    write_gguf(path, meta)
-    return path
+    return builders.rwkv_gguf(path, raw_tokens, unk=unk, escaped_extra=escaped_extra)
 
 
 def _rwkv_world(path, **kw):
@@ -122,37 +113,11 @@ def test_rwkv_dead_end_path_raises_instead_of_looping():
 
 # --- PLaMo-2 ----------------------------------------------------------------------------------
 
-PLAMO_SPECIALS = ["<|plamo:unk|>", "<|plamo:bos|>", "<|plamo:eos|>", "<|plamo:pad|>", "<|plamo:op|>"]
+PLAMO_SPECIALS = builders.PLAMO_SPECIALS
 
 
 def _plamo_gguf(path, words=WORDS, *, scores=None, drop_byte=None):
-    rng = random.Random(7)
-    tokens = [s.encode() for s in PLAMO_SPECIALS]
-    types = [UNKNOWN] + [CONTROL] * 4
-    sc = [0.0] * 5
-    for b in range(256):
-        if b != drop_byte:
-            tokens.append(b"<0x%02X>" % b)
-            types.append(BYTE)
-            sc.append(0.0)
-    for i, w in enumerate(words):
-        tokens.append(w if isinstance(w, bytes) else w.encode())
-        types.append(NORMAL)
-        # realistic log-prob scores, with deliberate ties among the first pieces
-        sc.append(scores[i] if scores else (-5.0 if i < 6 else round(-rng.uniform(2, 12), 4)))
-    for i in range(1, 4):
-        tokens.append(b"[PAD%d]" % i)
-        types.append(UNUSED)
-        sc.append(-1000.0)
-    write_gguf(path, {"general.architecture": (T.STRING, "plamo2"),
-                      "general.name": (T.STRING, "plamo2-test"),
-                      "tokenizer.ggml.model": (T.STRING, "plamo2"),
-                      "tokenizer.ggml.pre": (T.STRING, "default"),
-                      "tokenizer.ggml.tokens": (T.ARRAY, tokens, T.STRING),
-                      "tokenizer.ggml.scores": (T.ARRAY, sc, T.FLOAT32),
-                      "tokenizer.ggml.token_type": (T.ARRAY, types, T.INT32),
-                      "tokenizer.ggml.add_space_prefix": (T.BOOL, False)})
-    return path
+    return builders.plamo2_gguf(path, words, scores=scores, drop_byte=drop_byte)
 
 
 def test_plamo2_vocab_matches_reference(tmp_path, inproc):

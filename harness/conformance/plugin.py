@@ -29,6 +29,7 @@ from pathlib import Path
 import pytest
 
 from harness.errors import PortError
+from harness.inputs.derived import label_of
 from harness.reports.run import RunReport
 
 TALLY_KEY = "conformance_tally"  # user_properties key of each test's tally (JSON)
@@ -62,6 +63,17 @@ def pytest_configure(config):
 def pytest_unconfigure(config):
     if getattr(config, "_conformance_seed_set", False):
         os.environ.pop("CONFORMANCE_SEED", None)  # an in-process run leaves the environment as it was
+
+
+def _derived_info() -> dict:
+    """What the reports say of each derived vocab in ``$VOCABS`` (derived from what, how)."""
+    import re
+    from harness.inputs.derived import describe, expand, is_derived
+    words = [w for w in re.split(r"[\s,]+", os.environ.get("VOCABS", "")) if w]
+    try:
+        return {w: describe(w) for w in expand(words) if is_derived(w)}
+    except Exception as e:  # the report must still be written; the tests' own errors say why
+        return {"(unknown)": {"derived_from": "?", "kind": "?", "description": f"{type(e).__name__}: {e}"}}
 
 
 def _int_or_none(value):
@@ -160,7 +172,7 @@ def _cell_of(item) -> tuple[str, str, str]:
     """(vocab, flags, check) of a test item, from its name and parameters."""
     spec = getattr(item, "callspec", None)
     params = spec.params if spec else {}
-    vocab = Path(str(params.get("vocab", "?"))).stem.removeprefix("ggml-vocab-")
+    vocab = label_of(params.get("vocab", "?"))
     check = item.originalname.removeprefix("test_") if hasattr(item, "originalname") else item.name
     check = {"pieces": "piece", "differential": "encode"}.get(check, check)
     flags = params.get("flags")
@@ -257,6 +269,7 @@ class Collector:
     def pytest_terminal_summary(self, terminalreporter):
         if not (self.run.cells or self.run.reference_cells):
             return
+        self.run.derived = self.run.derived or _derived_info()
         for title, text in self.run.summary(self.config.getoption("--conformance-reports")):
             if title is not None:
                 terminalreporter.section(title.lstrip("-"), sep="-" if title.startswith("-") else "=")
@@ -286,6 +299,9 @@ class Collector:
                 "wall_s": round(time.perf_counter() - self.run.started, 1),
                 "host": f"{platform.node()} ({platform.system()} {platform.machine()}, "
                         f"{os.cpu_count()} cpus, Python {platform.python_version()})"}
+        self.run.derived = self.run.derived or _derived_info()
+        if self.run.derived:
+            info["derived"] = self.run.derived
         if self.config.getoption("conformance_shard"):
             info["shard"] = self.config.getoption("conformance_shard").replace(" ", "")
         self.config.hook.pytest_conformance_run_info(config=self.config, info=info)

@@ -36,11 +36,12 @@ class Session:
         self._untaken: dict[str, list[str]] = {}
 
     def vocab(self, name: str) -> VocabUnderTest:
-        """The vocab by pinned name or .gguf path (ReferenceUnavailable if not fetched/built)."""
+        """The vocab by pinned name, ``derived:`` name or .gguf path (ReferenceUnavailable if not
+        fetched/built; a derived vocab is built on first use)."""
         if name not in self._vocabs:
+            from harness.inputs.derived import resolve
             from reference.inproc import load_reference
-            from reference.vocabs import vocab_path
-            path = vocab_path(name)
+            path = resolve(name)
             self._vocabs[name] = VocabUnderTest(name, path, self.port_spec, load_reference(path), self)
         return self._vocabs[name]
 

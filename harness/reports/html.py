@@ -60,6 +60,8 @@ def _header(run: Mapping, totals: Mapping) -> str:
     rows = [(k, run.get(k, "?")) for k in ("pin", "port", "profile", "fast_seed", "hypothesis_seed",
                                            "known_examples", "vocabs", "started", "wall_s", "host")]
     rows += [(k, v) for k, v in totals.items() if k != "cells_by_outcome"]
+    rows += [(f"{k} (derived)", f"derived from {v.get('derived_from')}: {v.get('description')}")
+             for k, v in sorted((run.get("derived") or {}).items())]
     return ("<table class='meta'>" + "".join(f"<tr><th>{e(str(k))}</th><td>{e(str(v))}</td></tr>"
                                              for k, v in rows) + "</table>")
 

@@ -37,6 +37,7 @@ def junit_xml(run) -> str:
         classname = f"{cell.get('vocab')}.{cell.get('check')}"
         mine = [k for k, t in enumerate(run.finding_tests) if t == test]
         case = _case(suite, classname, test, cell, counts)
+        _derived_property(case, run, cell)
         for message in errors_of.get(test, []):
             ET.SubElement(case, "error", message=message.splitlines()[0][:300], type="port error").text = message
             counts["errors"] += 1
@@ -59,6 +60,14 @@ def junit_xml(run) -> str:
     root.append(suite)
     ET.indent(root)
     return "<?xml version='1.0' encoding='utf-8'?>\n" + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def _derived_property(case, run, cell: dict) -> None:
+    """A derived vocab's test says so, and from what (``conformance_derived_from``)."""
+    d = getattr(run, "derived", {}).get(cell.get("vocab"))
+    if d:
+        ET.SubElement(case.find("properties"), "property", name="conformance_derived_from",
+                      value=f"{d.get('derived_from')}: {d.get('description')}")
 
 
 def _case(suite, classname: str, name: str, cell: dict, counts: dict):

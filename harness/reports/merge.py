@@ -110,6 +110,8 @@ def regather(reports: list[tuple[str, dict]]) -> RunReport:
             if t["worker"] in hosts:
                 run.worker_hosts[worker] = hosts[t["worker"]]
     run.wall_s = max((float(d["run"].get("wall_s") or 0.0) for _, d in reports), default=0.0)
+    for _, d in reports:
+        run.derived.update(d["run"].get("derived") or {})
     return run
 
 
@@ -118,6 +120,9 @@ def merged_run_info(reports: list[tuple[str, dict]], missing: list[str]) -> dict
     longest wall time (shards run side by side), and each report's own under ``merged``."""
     runs = [d["run"] for _, d in reports]
     info = {k: v for k, v in runs[0].items() if all(r.get(k) == v for r in runs)}
+    derived = {k: v for r in runs for k, v in (r.get("derived") or {}).items()}
+    if derived:
+        info["derived"] = derived
     info.pop("shard", None)
     starts = [r["started"] for r in runs if r.get("started")]
     info["started"] = min(starts) if starts else "?"

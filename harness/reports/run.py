@@ -14,7 +14,8 @@ JSON schema of ``conformance.json`` (version 3)::
 
     {"schema": 3,
      "run": {"pin", "port", "profile", "known_examples", "fast_seed", "hypothesis_seed",
-             "reproduce", "vocabs", "started", "wall_s", "host", "replay_store"},
+             "reproduce", "vocabs", "started", "wall_s", "host", "replay_store",
+             "derived": {"derived:<name>": {"kind", "derived_from", "description", "sha256"}}},
      "totals": {"cases", "causes", "divergences", "divergent_cases", "port_errors", "errors",
                 "unsupported_cases", "not_checked_cases", "capped_cases", "restarts",
                 "replayed_inputs", "replayed_findings", "cells_by_outcome": {outcome: int}},
@@ -98,6 +99,17 @@ def _error_entry(counts: dict, test: str) -> dict:
             "cases": counts.get("cases", 0)}
 
 
+def derived_lines(derived: dict[str, dict]) -> str:
+    """One line per derived vocab: its name, what it was derived from and how.
+
+    >>> print(derived_lines({"derived:kimi-k2": {"derived_from": "gpt-2", "kind": "pre",
+    ...                      "description": "gpt-2 with tokenizer.ggml.pre = 'kimi-k2'"}}))
+    derived:kimi-k2  derived from gpt-2 (pre): gpt-2 with tokenizer.ggml.pre = 'kimi-k2'
+    """
+    return "\n".join(f"{k}  derived from {v.get('derived_from')} ({v.get('kind')}): {v.get('description')}"
+                     for k, v in sorted(derived.items()))
+
+
 class RunReport:
     """The tallies of one run, gathered (works with and without xdist)."""
 
@@ -117,6 +129,8 @@ class RunReport:
         self.tallies: list[dict] = []  # each test's tally as it arrived, findings as indices
         self.worker_hosts: dict[str, str] = {}  # worker id -> host (xdist over SSH)
         self.wall_s: float | None = None  # a merged report's wall time (else the clock's)
+        # derived vocab -> {"kind", "derived_from", "description", "sha256"} (harness/inputs/derived)
+        self.derived: dict[str, dict] = {}
 
     def add(self, data: dict, worker: str) -> None:
         """One test's tally, as its worker shipped it."""
@@ -233,6 +247,9 @@ class RunReport:
         for c in causes:
             out.append((f"-{c.id}: {c.title}", self._cause_text(c)))
         out += [("conformance: (vocab, flags) x check", LEGEND), (None, summary_table(self.cells))]
+        if self.derived:
+            out.append((f"-derived vocabs: {len(self.derived)} (not pinned files: built from one)",
+                        derived_lines(self.derived)))
         for err in self.errors:
             out.append((f"-error: {err['vocab']} {err['check']} {err['flags']} (after {err['cases']} case(s))",
                         f"{err['error']}\n  at {err['error_at']}\n  test {err['test']}"))

@@ -35,7 +35,7 @@ _HEAD = 6                          # bytes of a special's text tested before the
 LLAMA_TOKEN_NULL = -1
 _UGM_DEFAULT_UNK = 2  # special_unk_id as llama.cpp's load sets it for tokenizer model "t5"
 _ALGORITHM_MODULES = {"spm": "spm", "bpe": "bpe", "wpm": "wpm", "ugm": "ugm", "rwkv": "rwkv",
-                      "plamo2": "plamo2"}
+                      "plamo2": "plamo2", "test": "hashtest"}
 
 
 class TokenIdError(HarnessError, IndexError):
@@ -266,6 +266,8 @@ class Tokenizer:
         vt = v.vocab_type
         if vt == "rwkv":
             return unescape_rwkv(text)
+        if vt == "test":  # format("%x", token), whatever the token's type
+            return b"%x" % id
         if vt == "plamo2":
             if attr & BYTE and len(text) == 6 and text[:3] == b"<0x" and text[5:] == b">" \
                     and all(c in b"0123456789abcdefABCDEF" for c in text[3:5]):

@@ -49,6 +49,7 @@ _MODELS: dict[str, tuple[str, dict[str, int | None]]] = {
     "t5": ("ugm", dict(bos=None, eos=1, unk=2, sep=None, pad=0, mask=None)),
     "rwkv": ("rwkv", dict(bos=None, eos=None, unk=None, sep=None, pad=None, mask=None)),
     "plamo2": ("plamo2", dict(bos=1, eos=2, unk=0, sep=None, pad=3, mask=None)),
+    "test": ("test", dict(bos=None, eos=None, unk=None, sep=None, pad=None, mask=None)),  # pins: vocab_type_test
     "gemma4": ("bpe", dict(bos=None, eos=None, unk=None, sep=None, pad=None, mask=None)),
     "none": ("none", dict(bos=None, eos=None, unk=None, sep=None, pad=None, mask=None)),
     "no_vocab": ("none", dict(bos=None, eos=None, unk=None, sep=None, pad=None, mask=None)),
@@ -64,7 +65,7 @@ _TYPE_FLAGS: dict[str, dict[str, bool]] = {
     "bpe": dict(add_space_prefix=False, escape_whitespaces=False, clean_spaces=True),
     "ugm": dict(add_bos=False, add_eos=True),
     "rwkv": dict(add_space_prefix=False, clean_spaces=False, add_bos=False, add_eos=False),
-    "plamo2": {}, "none": {},
+    "plamo2": {}, "none": {}, "test": {},
 }
 
 # special-id keys in llama.cpp's read order; deprecated FIM keys last (so they win)
@@ -219,11 +220,7 @@ class _Loader:
         model = self.get(K.MODEL, T.STRING)
         if model is None:
             raise self.fail(f"key {K.MODEL!r} is missing: this GGUF has no tokenizer")
-        if model == "test" and pins.has("vocab_type_test"):
-            raise self.fail("tokenizer model 'test' (LLAMA_VOCAB_TYPE_TEST, llama.cpp's test-only hash "
-                            "tokenizer, harness.tokenizer.pins change vocab_type_test) is not implemented by the "
-                            "harness tokenizer")
-        if model not in _MODELS:
+        if model not in _MODELS or (model == "test" and not pins.has("vocab_type_test")):
             raise self.fail(f"unknown tokenizer model {model!r} (llama.cpp: \"unknown tokenizer\"); "
                             f"known: {', '.join(sorted(_MODELS))}")
         self.model = model

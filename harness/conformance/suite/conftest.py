@@ -2,7 +2,8 @@
 
 Options come from the environment (the Makefile passes them):
 - ``PORT``: ``harness`` (default), ``llama.cpp``, ``py:MODULE:FACTORY`` or a command with ``{vocab}``;
-- ``VOCABS``: a space/comma separated subset of the pinned names (or .gguf paths);
+- ``VOCABS``: a space/comma separated subset of the pinned names (or .gguf paths), derived
+  vocabs (``derived:deepseek-v3``) and groups (``all-pre``, ``all-derived``, ``all``);
 - ``HYPOTHESIS_PROFILE``: ``ci`` (default) | ``conformance`` | ``thorough``.
 
 Tests are parametrized per vocab (sorted, names as ids, so every xdist worker
@@ -31,6 +32,7 @@ from harness.engine.hunt import Hunt
 from harness.flags import FLAGS
 from harness.inputs.strategies import register_profiles
 from harness.errors import HarnessError
+from harness.inputs.derived import label_of
 
 
 
@@ -40,19 +42,21 @@ def pytest_configure(config):
 
 
 def vocab_specs() -> dict[str, str]:
-    """Test id -> vocab spec, sorted by id. $VOCABS restricts; unknown names fail loudly."""
+    """Test id -> vocab spec, sorted by id. $VOCABS restricts (pinned names, .gguf paths,
+    ``derived:<name>``, ``all-pre``, ``all-derived``, ``all``: harness/inputs/derived);
+    unknown names fail loudly."""
+    from harness.inputs.derived import expand, is_derived, label_of
     from reference.vocabs import names
     wanted = [w for w in re.split(r"[\s,]+", os.environ.get("VOCABS", "")) if w]
     if not wanted:
         return {n: n for n in names()}
     known, out = set(names()), {}
-    for w in wanted:
-        if w.endswith(".gguf"):
-            out[Path(w).stem.removeprefix("ggml-vocab-")] = w
-        elif w in known:
-            out[w] = w
+    for w in expand(wanted):
+        if w.endswith(".gguf") or w in known or is_derived(w):
+            out[label_of(w)] = w
         else:
-            raise HarnessError(f"VOCABS names unknown vocab {w!r}; pinned vocabs: {', '.join(sorted(known))}")
+            raise HarnessError(f"VOCABS names unknown vocab {w!r}; pinned vocabs: {', '.join(sorted(known))}; "
+                               "or derived:<pre name or model>, all-pre, all-derived, all")
     return dict(sorted(out.items()))
 
 
@@ -117,7 +121,7 @@ def hunt(request, session, vocab):
     made = []
 
     def make(check: str, flags: str, run, **options) -> Hunt:
-        h = Hunt(check, flags, run, vocab=Path(str(vocab)).stem.removeprefix("ggml-vocab-"),
+        h = Hunt(check, flags, run, vocab=label_of(vocab),
                  replay_key=request.node.nodeid, detail=session.vocab(vocab).with_spans, **options)
         h.tally.restarts = session.take_restarts(vocab)
         made.append(h)
