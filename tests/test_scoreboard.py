@@ -117,6 +117,12 @@ def test_the_board_runs_a_port_on_the_engine_and_a_failed_build_is_that_ports_er
     html = (out / "scoreboard.html").read_text()
     assert "href='scoreboard/digits/conformance.html'" in html and "nocargo" in html
     assert "cargo not found" in (out / "scoreboard.md").read_text()
+    # --no-run: the same board again from what the runs left (steps.json, conformance.json).
+    (out / "scoreboard.json").unlink()
+    assert board.main(["--ports-root", str(tmp_path / "ports"), "--out", str(out), "--vocabs", "llama-spm",
+                       "--docs", str(tmp_path), "--no-run"]) == 0
+    again = {p["name"]: p for p in json.loads((out / "scoreboard.json").read_text())["ports"]}
+    assert {k: p["vocabs"] for k, p in again.items()} == {k: p["vocabs"] for k, p in rows.items()}
 
 
 def test_renderers_and_readme_block_round_trip():

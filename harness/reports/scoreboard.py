@@ -6,7 +6,7 @@ The board is the dict :mod:`harness.scoreboard.run` builds (schema 1)::
      "header": {"pin", "llama_cpp", "generated", "machine", "profile", "budget", "jobs", "wall_s"},
      "vocabs": [str],
      "ports": [{"name", "language", "package", "version", "registry", "bundles_llama_cpp",
-                "summary", "directory",
+                "summary", "directory", "newest": {"version", "checked", "how", "note"} | null,
                 "build": {"ok", "seconds", "log", "reason"},
                 "run": {"exit_code", "wall_s", "report", "log", "reproduce", ...} | null,
                 "vocabs": {"<vocab>": {"outcome", "reason"?, "checks": {check: outcome},
@@ -122,6 +122,10 @@ def _md_port(p: dict) -> list[str]:
              f"- build: {'ok' if b.get('ok') else 'FAILED: ' + b.get('reason', '')} in {b.get('seconds')} s; "
              f"run: exit {r.get('exit_code')} in {r.get('wall_s')} s; report `reports/{r.get('report', '')}`",
              f"- vocabs: {tally(p)}"]
+    newest = p.get("newest")
+    if newest:
+        lines.append(f"- newest release on {p.get('registry') or 'its registry'}: {newest.get('version')} "
+                     f"(checked {newest.get('checked')} with `{newest.get('how')}`): {newest.get('note')}")
     if r.get("reproduce"):
         lines.append(f"- reproduce: `{r['reproduce']}`")
     odd = {v: e for v, e in p["vocabs"].items() if e["outcome"] not in ("pass", "divergence")}

@@ -7,6 +7,9 @@ A port is a directory with a manifest, ``port.json``::
      "bundles_llama_cpp": null,            # or the llama.cpp build a binding carries
      "summary": "...", "build": "build.sh", "serve": "serve --vocab {vocab}"}
 
+Optional ``newest``: ``{"version", "checked", "how", "note"}``, the newest release the registry
+serves and whether it still has the causes found in the pinned one (docs/scoreboard.md).
+
 ``build`` and ``serve`` are paths relative to the port's directory (``serve`` with its
 arguments, ``{vocab}`` becoming the .gguf path); :meth:`Port.command` is the ``PORT``
 command ``llama-conformance run`` gets.
@@ -48,6 +51,7 @@ class Port:
     directory: Path
     registry: str = ""
     summary: str = ""
+    newest: dict | None = None
 
     def command(self) -> str:
         """The ``PORT`` command: the serve script by absolute path, with its arguments."""
@@ -58,7 +62,7 @@ class Port:
         """The port's row header in scoreboard.json."""
         return {"name": self.name, "language": self.language, "package": self.package,
                 "version": self.version, "registry": self.registry,
-                "bundles_llama_cpp": self.bundles_llama_cpp, "summary": self.summary,
+                "bundles_llama_cpp": self.bundles_llama_cpp, "summary": self.summary, "newest": self.newest,
                 "directory": f"ports/{self.directory.parent.name}/{self.directory.name}"}
 
 
@@ -80,7 +84,7 @@ def load_port(path: Path) -> Port:
     return Port(name=data["name"], language=data["language"], package=data["package"],
                 version=str(data["version"]), bundles_llama_cpp=data["bundles_llama_cpp"],
                 build=data["build"], serve=data["serve"], directory=path.parent.resolve(),
-                registry=data.get("registry", ""), summary=data.get("summary", ""))
+                registry=data.get("registry", ""), summary=data.get("summary", ""), newest=data.get("newest"))
 
 
 def discover(root: Path) -> list[Port]:

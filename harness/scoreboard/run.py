@@ -50,7 +50,9 @@ from harness.scoreboard.summary import port_row, read_report
 
 #: The older pin a binding's divergences are checked against (drift).
 OLD_PIN = os.environ.get("SCOREBOARD_OLD_PIN") or "4df29be"
-DEFAULT_BUDGET = "90s"
+#: Each run's budget when BUDGET is not set: none, the profile's counts (ci: 200 fast + 30
+#: Hypothesis cases per generated test), which keeps the board with builds within an hour on 2 cores.
+DEFAULT_BUDGET = None
 
 
 class PortStub:
@@ -74,8 +76,17 @@ def run_argv(port, report_dir: Path, vocabs: list[str] | None, *, jobs: str, pro
 
 
 def run_port(port: Port, out: Path, vocabs: list[str], args) -> dict:
-    """Build and run one port; its scoreboard row."""
+    """Build and run one port (or, with ``--no-run``, read what its last run left); its row."""
     pdir = out / "scoreboard" / port.name
+    if args.no_run:
+        return summarise_port(port, pdir, vocabs, args)
+    steps = build_and_run(port, pdir, args)
+    (pdir / "steps.json").write_text(json.dumps(steps, indent=1), encoding="utf-8")
+    return summarise_port(port, pdir, vocabs, args)
+
+
+def build_and_run(port: Port, pdir: Path, args) -> dict:
+    """Build the port and run the engine on it: ``{"build", "run", "failure"}`` (kept in steps.json)."""
     if pdir.exists():
         shutil.rmtree(pdir)
     pdir.mkdir(parents=True)
@@ -83,8 +94,7 @@ def run_port(port: Port, out: Path, vocabs: list[str], args) -> dict:
     built = build_port(port.directory, port.build, pdir / "build.log")
     say(f"[{port.name}] build {'ok' if built.ok else 'FAILED'} in {built.seconds:.0f} s {built.reason}")
     if not built.ok:
-        return port_row(port.manifest(), vocabs, None, build=built.to_json(),
-                        failure=f"build failed: {built.reason}")
+        return {"build": built.to_json(), "run": None, "failure": f"build failed: {built.reason}"}
     argv = run_argv(port, pdir, args.vocabs, jobs=args.jobs, profile=args.profile, budget=args.budget,
                     keyword=args.keyword)
     start = time.monotonic()
@@ -94,14 +104,26 @@ def run_port(port: Port, out: Path, vocabs: list[str], args) -> dict:
     run = {"exit_code": code, "wall_s": round(wall, 1), "report": f"scoreboard/{port.name}/conformance.html",
            "log": f"scoreboard/{port.name}/run.log"}
     say(f"[{port.name}] run exited {code} in {wall:.0f} s")
+    return {"build": built.to_json(), "run": run, "failure": ""}
+
+
+def summarise_port(port: Port, pdir: Path, vocabs: list[str], args) -> dict:
+    """The port's row from ``steps.json`` and its ``conformance.json``."""
+    try:
+        steps = json.loads((pdir / "steps.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        return port_row(port.manifest(), vocabs, None, failure=f"not run ({pdir}/steps.json: {e})")
+    build, run = steps["build"], steps["run"]
+    if steps["failure"]:
+        return port_row(port.manifest(), vocabs, None, build=build, run=run, failure=steps["failure"])
     try:
         report = read_report(pdir / "conformance.json")
     except Exception as e:  # no report: every vocab is an error with the reason, the board goes on
         tail = (pdir / "run.log").read_text(encoding="utf-8", errors="replace").strip().splitlines()[-3:]
-        return port_row(port.manifest(), vocabs, None, build=built.to_json(), run=run,
-                        failure=f"run exited {code} without a report ({e}): {' | '.join(tail)}")
+        return port_row(port.manifest(), vocabs, None, build=build, run=run,
+                        failure=f"run exited {run['exit_code']} without a report ({e}): {' | '.join(tail)}")
     run.update({k: report["run"].get(k) for k in ("reproduce", "fast_seed", "profile", "pin")})
-    row = port_row(port.manifest(), vocabs, report, build=built.to_json(), run=run)
+    row = port_row(port.manifest(), vocabs, report, build=build, run=run)
     if port.bundles_llama_cpp and row["causes"]:
         from reference.lock import load
         from reference.vocabs import vocab_path
@@ -145,9 +167,11 @@ def parse_args(argv):
     p.add_argument("--profile", default=os.environ.get("HYPOTHESIS_PROFILE") or "ci",
                    help="Hypothesis profile of each run (default: ci)")
     p.add_argument("--budget", default=os.environ.get("BUDGET") or DEFAULT_BUDGET,
-                   help=f"--budget of each port's run (default: $BUDGET, else {DEFAULT_BUDGET})")
+                   help="--budget of each port's run, e.g. 2m (default: $BUDGET, else the profile's counts)")
     p.add_argument("--keyword", default="not test_crosscheck",
                    help="pytest -k of each run (default: every check but the reference's own cross-check)")
+    p.add_argument("--no-run", action="store_true",
+                   help="build and run nothing: summarise what the last runs left in OUT/scoreboard/")
     p.add_argument("--docs", default="docs", help="where pin-diff reports and the snapshot live")
     p.add_argument("--snapshot", action="store_true", help="also copy scoreboard.json/.md into --docs")
     p.add_argument("--readme", metavar="FILE", help="run nothing: rewrite FILE's scoreboard table from "
@@ -168,7 +192,10 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     start = time.monotonic()
     rows = [run_port(p, out, vocabs, args) for p in ports]
-    board = {"schema": 1, "header": header(args, time.monotonic() - start), "vocabs": vocabs, "ports": rows}
+    board = {"schema": 1, "header": header(args, None if args.no_run else time.monotonic() - start),
+             "vocabs": vocabs, "ports": rows}
+    board["header"]["steps_s"] = round(sum((r.get("build") or {}).get("seconds") or 0 for r in rows)
+                                       + sum((r.get("run") or {}).get("wall_s") or 0 for r in rows), 1)
     write(board, out)
     if args.snapshot:
         for ext in ("json", "md"):
