@@ -11,7 +11,8 @@ the other:
    <out>/scoreboard/<port>`` (``conformance.json``, ``.html``, ``-junit.xml``; its output in
    ``run.log``), ``--jobs``, ``--budget``, ``--profile``; the reference's own cross-check is
    left out (``-k 'not crosscheck'``: it never touches the port, and ``make conformance``
-   runs it);
+   runs it); each port has its own replay store (``$LLAMA_CONFORMANCE_REPLAY/<port>``, else
+   ``.hypothesis/scoreboard/<port>``);
 3. for a binding (``bundles_llama_cpp``), label each cause drift or not (:mod:`.drift`);
 
 then **summarise** (:mod:`.summary`) into ``<out>/scoreboard.json``, ``.md`` and ``.html``
@@ -97,9 +98,13 @@ def build_and_run(port: Port, pdir: Path, args) -> dict:
         return {"build": built.to_json(), "run": None, "failure": f"build failed: {built.reason}"}
     argv = run_argv(port, pdir, args.vocabs, jobs=args.jobs, profile=args.profile, budget=args.budget,
                     keyword=args.keyword)
+    # Each port its own replay store: one port's shrunk failures never run first for another.
+    store = Path(os.environ.get("LLAMA_CONFORMANCE_REPLAY") or ".hypothesis/scoreboard") / port.name
+    env = dict(os.environ, LLAMA_CONFORMANCE_REPLAY=str(store.resolve()))
     start = time.monotonic()
     with open(pdir / "run.log", "w", encoding="utf-8") as log:
-        code = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL).returncode
+        code = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                              env=env).returncode
     wall = time.monotonic() - start
     run = {"exit_code": code, "wall_s": round(wall, 1), "report": f"scoreboard/{port.name}/conformance.html",
            "log": f"scoreboard/{port.name}/run.log"}
