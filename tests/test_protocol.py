@@ -162,7 +162,7 @@ def test_missing_library_exits_3_with_the_install_hint(fake_server, tmp_path):
     proc = subprocess.run([sys.executable, str(fake_server), "--vocab", str(tmp_path / "good.gguf")],
                           input=b"", capture_output=True, timeout=60, env={**__import__("os").environ,
                                                                             "NO_LIB": "1"})
-    assert proc.returncode == server.EXIT_MISSING_LIBRARY and b"[ports]" in proc.stderr
+    assert proc.returncode == server.EXIT_MISSING_LIBRARY and b"build.sh" in proc.stderr
 
 
 def test_the_client_tells_unsupported_from_loaded_and_from_broken(fake_server, tmp_path):
