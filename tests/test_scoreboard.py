@@ -144,3 +144,11 @@ def test_renderers_and_readme_block_round_trip():
 def test_the_readme_table_is_generated_from_the_snapshot():
     code = board.main(["--check-readme", str(REPO / "README.md"), "--docs", str(REPO / "docs")])
     assert code == 0, "README.md's scoreboard table is stale: run `make scoreboard-readme`"
+
+
+def test_a_port_the_board_did_not_run_reads_not_checked(tmp_path):
+    _port(tmp_path / "ports", "go", "later")
+    [port] = discover(tmp_path / "ports")
+    args = board.parse_args(["--no-run", "--out", str(tmp_path / "out")])
+    row = board.run_port(port, tmp_path / "out", ["v"], args)
+    assert row["vocabs"]["v"]["outcome"] == "not checked" and "not run in this board" in row["vocabs"]["v"]["reason"]

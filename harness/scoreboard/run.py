@@ -117,7 +117,8 @@ def summarise_port(port: Port, pdir: Path, vocabs: list[str], args) -> dict:
     try:
         steps = json.loads((pdir / "steps.json").read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
-        return port_row(port.manifest(), vocabs, None, failure=f"not run ({pdir}/steps.json: {e})")
+        return port_row(port.manifest(), vocabs, None, outcome="not checked",
+                        failure=f"not run in this board (no {pdir}/steps.json: {type(e).__name__})")
     build, run = steps["build"], steps["run"]
     if steps["failure"]:
         return port_row(port.manifest(), vocabs, None, build=build, run=run, failure=steps["failure"])

@@ -115,11 +115,13 @@ def read_report(path: Path) -> dict:
 
 
 def port_row(manifest: dict, vocabs: list[str], report: dict | None, *, build: dict | None = None,
-             run: dict | None = None, failure: str = "") -> dict:
-    """One port's row: its manifest, build and run, every vocab's entry, and its causes."""
+             run: dict | None = None, failure: str = "", outcome: str = "error") -> dict:
+    """One port's row: its manifest, build and run, every vocab's entry, and its causes.
+    Without a report every vocab reads ``outcome`` (``error``: the build or run failed; ``not
+    checked``: the port was not run) with ``failure`` as the reason."""
     row = dict(manifest, build=build, run=run)
     if report is None:
-        row["vocabs"] = failed_entries(vocabs, "error", failure or "the port did not run")
+        row["vocabs"] = failed_entries(vocabs, outcome, failure or "the port did not run")
         row["causes"] = []
         return row
     causes = [cause_entry(c) for c in report["causes"]]
