@@ -45,6 +45,28 @@ def tally(port: dict) -> str:
     return ", ".join(f"{counts[o]} {o}" for o in _ORDER if o in counts)
 
 
+def run_options(h: dict) -> str:
+    """The options every port's run had.
+
+    >>> run_options({"profile": "ci", "budget": None, "jobs": "2"})
+    "`--profile ci --jobs 2` (no budget: the profile's counts)"
+    """
+    if h.get("budget"):
+        return f"`--profile {h.get('profile')} --budget {h['budget']} --jobs {h.get('jobs')}`"
+    return f"`--profile {h.get('profile')} --jobs {h.get('jobs')}` (no budget: the profile's counts)"
+
+
+def timing(h: dict) -> str:
+    """The board's cost: its wall time, else (re-summarised) the sum of its builds and runs.
+
+    >>> timing({"wall_s": None, "steps_s": 61.0})
+    'builds and runs took 61.0 s in all (re-summarised with --no-run)'
+    """
+    if h.get("wall_s") is not None:
+        return f"board wall time {h['wall_s']} s (builds included)"
+    return f"builds and runs took {h.get('steps_s')} s in all (re-summarised with --no-run)"
+
+
 def label(port: dict) -> str:
     """``"ollama (go, github.com/ollama/ollama v0.17.4)"``."""
     return f"{port['name']} ({port['language']}, {port['package']} {port['version']})"
@@ -97,8 +119,7 @@ def markdown(board: dict) -> str:
     h = board["header"]
     lines = ["# Tokenizer port scoreboard", "",
              f"Pin {h.get('pin')} (llama.cpp {h.get('llama_cpp')}), generated {h.get('generated')} on "
-             f"{h.get('machine')}; each port's run: `--profile {h.get('profile')} --budget {h.get('budget')} "
-             f"--jobs {h.get('jobs')}`; board wall time {h.get('wall_s')} s (builds included).", "",
+             f"{h.get('machine')}; each port's run: {run_options(h)}; {timing(h)}.", "",
              "Outcomes: pass (every check ran and passed), DIV (divergence), unsup (the port declared it "
              "cannot do it), ERR (port error, error, or a failed build), n/c (not checked).", "",
              "| vocab | " + " | ".join(p["name"] for p in board["ports"]) + " |",
@@ -181,8 +202,8 @@ def html_page(board: dict) -> str:
     return (f"<!doctype html><meta charset='utf-8'><title>tokenizer port scoreboard</title>"
             f"<style>{_CSS}</style><h1>Tokenizer port scoreboard</h1>"
             f"<p>pin {e(str(h.get('pin')))} (llama.cpp {e(str(h.get('llama_cpp')))}), generated "
-            f"{e(str(h.get('generated')))} on {e(str(h.get('machine')))}; profile {e(str(h.get('profile')))}, "
-            f"budget {e(str(h.get('budget')))} per port; wall {e(str(h.get('wall_s')))} s</p>"
+            f"{e(str(h.get('generated')))} on {e(str(h.get('machine')))}; "
+            f"each port's run: {e(run_options(h))}; {e(timing(h))}</p>"
             f"<table><tr><th>vocab</th>{head}</tr>{''.join(rows)}</table>{sections}")
 
 
@@ -194,8 +215,8 @@ def readme_block(board: dict) -> str:
     """The README's table: one row per port, from the snapshot."""
     h = board["header"]
     lines = [README_BEGIN, "",
-             f"Pin {h.get('pin')}, generated {h.get('generated')} ({h.get('machine')}; `--profile "
-             f"{h.get('profile')} --budget {h.get('budget')}` per port; {h.get('wall_s')} s with builds). "
+             f"Pin {h.get('pin')}, generated {h.get('generated')} ({h.get('machine')}; "
+             f"{run_options(h)} per port; {timing(h)}). "
              "Details, causes and minimal examples: [docs/scoreboard.md](docs/scoreboard.md).", "",
              "| port | language | package | bundles llama.cpp | vocabs | causes |", "|---|---|---|---|---|---|"]
     for p in board["ports"]:

@@ -9,7 +9,8 @@ For every pinned vocab a port gets one entry (``scoreboard.json``'s ``ports[].vo
 
 A check's outcome over its flag combinations: ``pass`` only if every combination passed;
 ``divergence``, ``port error``, ``error`` if any had one (in that order); ``unsupported`` or
-``not checked`` if all were; else ``partial``. A check with no cell is ``not checked``.
+``not checked`` if all were; else ``partial``. A check with no cell is ``not checked``, except golden on a vocab llama.cpp ships no
+``.inp``/``.out`` for: ``n/a``, which does not count.
 The vocab reads ``pass`` only where every check ran and passed; a divergence anywhere
 makes it ``divergence``; else a port error or error makes it ``error``; else ``unsupported``
 where the port declared every missing case unsupported, ``not checked`` otherwise.
@@ -30,6 +31,17 @@ from harness.errors import HarnessError
 from harness.reports.cells import CHECK_COLUMNS, cell_outcome, merge_cells
 
 CHECKS = CHECK_COLUMNS  # golden, known, encode, decode, piece
+#: The golden check of a vocab llama.cpp ships no ``.inp``/``.out`` for (no cell at all).
+NOT_APPLICABLE = "n/a"
+
+
+def port_words(reason: str) -> str:
+    """The port's own words in an unsupported answer, without the request that got it.
+
+    >>> port_words("port x cannot express {op: decode}: unsupported: model not supported")
+    'model not supported'
+    """
+    return reason.rpartition("unsupported: ")[2].strip() if "unsupported: " in reason else reason.strip()
 VOCAB_OUTCOMES = ("pass", "divergence", "unsupported", "error", "not checked")
 
 
@@ -55,10 +67,12 @@ def vocab_entry(vocab: str, cells: list[dict], causes: list[dict]) -> dict:
     merged = [c for c in merge_cells(cells).values() if c["vocab"] == vocab]
     checks = {check: check_outcome([c["outcome"] for c in merged if c["check"] == check])
               for check in CHECKS}
+    if merged and not any(c["check"] == "golden" for c in merged):
+        checks["golden"] = NOT_APPLICABLE  # llama.cpp ships no .inp/.out for this vocab
     mine = [c["id"] for c in causes if any(x["vocab"] == vocab for x in c.get("cells", []))]
-    reasons = sorted({c.get("unsupported_reason") or c.get("error") or "" for c in merged
+    reasons = sorted({port_words(c.get("unsupported_reason") or c.get("error") or "") for c in merged
                       if cell_outcome(c) not in ("pass", "divergence")} - {""})
-    states = set(checks.values())
+    states = set(checks.values()) - {NOT_APPLICABLE}
     if "divergence" in states or mine:
         outcome = "divergence"
     elif states & {"port error", "error"}:
@@ -72,7 +86,8 @@ def vocab_entry(vocab: str, cells: list[dict], causes: list[dict]) -> dict:
     entry = {"outcome": outcome, "checks": checks, "causes": mine}
     if outcome not in ("pass", "divergence"):
         missing = [k for k, v in checks.items() if v != "pass"]
-        entry["reason"] = "; ".join(reasons)[:500] or f"not run: {', '.join(missing)}"
+        # The longest: the others are mostly the same answer cut shorter in another message.
+        entry["reason"] = max(reasons, key=len)[:500] if reasons else f"not run: {', '.join(missing)}"
     return entry
 
 
