@@ -117,7 +117,11 @@ def _drift_text(cause: dict) -> str:
 def markdown(board: dict) -> str:
     """The whole ``scoreboard.md``: header, the grid, then each port's causes."""
     h = board["header"]
+    ran = [p["name"] for p in board["ports"] if p.get("build")]
+    skipped = [p["name"] for p in board["ports"] if not p.get("build")]
     lines = ["# Tokenizer port scoreboard", "",
+             f"Ports built and run in this board: {len(ran)} of {len(board['ports'])} ({', '.join(ran)})"
+             + (f"; **not run**: {', '.join(skipped)} (their vocabs read not checked)." if skipped else "."), "",
              f"Pin {h.get('pin')} (llama.cpp {h.get('llama_cpp')}), generated {h.get('generated')} on "
              f"{h.get('machine')}; each port's run: {run_options(h)}; {timing(h)}.", "",
              "Outcomes: pass (every check ran and passed), DIV (divergence), unsup (the port declared it "
