@@ -21,7 +21,7 @@ SOURCE_FLAG := $(if $(SOURCE),--source $(SOURCE),)
 
 export LLAMA_CPP_DIR PORT VOCABS HYPOTHESIS_PROFILE KNOWN_EXAMPLES BUDGET CONFORMANCE_SEED PIN ALLOW_UNSUPPORTED
 
-.PHONY: all fetch reference test test-slow test-remote chromium openssh conformance sweep bench scoreboard pin pin-diff test-pins verify dist clean help coverage fuzz
+.PHONY: all fetch reference test test-slow test-remote chromium openssh conformance sweep bench scoreboard scoreboard-readme pin pin-diff test-pins verify dist clean help coverage fuzz
 
 all: test
 
@@ -106,13 +106,16 @@ $(VENV)/.coverage: $(STAMP)
 coverage: reference $(VENV)/.coverage
 	$(PY) -m harness.coverage --profile $${HYPOTHESIS_PROFILE:-ci} --jobs $(JOBS)
 
-# The ports extra compiles llama-cpp-python (about 10 minutes on 2 cores, once).
-$(VENV)/.ports: $(STAMP)
-	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(PY) -m pip install --quiet --disable-pip-version-check -e '.[ports]'
-	touch $@
+# Every port of ports/*/*/port.json built (its build.sh) and run on the engine, one after the
+# other (PORTS="ollama shimmytok" selects, BUDGET= each run's budget, default 90s; JOBS= each run's
+# workers): reports/scoreboard.{json,md,html}, each port's reports in reports/scoreboard/<port>/.
+# SNAPSHOT=1 also copies scoreboard.json/.md into docs/ (then run make scoreboard-readme).
+scoreboard: reference
+	$(CLI) scoreboard --out $(REPORTS) --jobs $(JOBS) $(if $(PORTS),--ports $(PORTS),) $(if $(SNAPSHOT),--snapshot,)
 
-scoreboard: reference $(VENV)/.ports
-	$(CLI) scoreboard --out reports --jobs $(JOBS)
+# The README's scoreboard table, rewritten from docs/scoreboard.json (tests/test_scoreboard.py checks it).
+scoreboard-readme: $(STAMP)
+	$(CLI) scoreboard --readme README.md
 
 pin: $(STAMP)
 	@test -n "$(REF)$(SDIST)" || (echo "usage: make pin SDIST=<llama-cpp-python version> | REF=<40-hex commit> SOURCE=github|dir [LLAMA_CPP_DIR=...]"; exit 2)

@@ -49,7 +49,7 @@ DELEGATES = {
     "serve": ("harness.cli:serve", [], "serve the harness tokenizer over the JSON-lines port protocol"),
     "pin-diff": ("harness.pindiff", [], "llama.cpp against llama.cpp across two pins"),
     "bench": ("harness.bench.run", [], "speed of the harness tokenizer against llama.cpp"),
-    "scoreboard": ("harness.scoreboard.run", [], "run the suite against real ports (transformers, ...)"),
+    "scoreboard": ("harness.scoreboard.run", [], "build every port of ports/*/*/port.json and run the engine on each (make scoreboard)"),
     "fetch": ("reference.__main__", ["fetch"], "fetch and verify the pinned vocabs and golden files"),
     "build": ("reference.__main__", ["build"], "build the pinned llama-tokenize and libllama (cached)"),
     "pin": ("reference.__main__", ["pin"], "move the pin to another llama.cpp commit"),

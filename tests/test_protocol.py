@@ -1,7 +1,7 @@
 """The one server loop of the port protocol (harness.protocol.server), over fake backends:
 every line gets one answer, bad requests and backend exceptions are that request's
 error, a vocab the library cannot load is unsupported on every request, library prints
-stay off stdout, and a probe tells unsupported from loaded and from broken."""
+stay off stdout, and the engine's client tells unsupported from loaded and from broken."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ import textwrap
 import pytest
 
 from harness.protocol import server
-from harness.scoreboard.client import probe
+from harness.errors import PortError, PortUnsupported
+from harness.protocol.client import ExternalPort
 
 
 class Fake:
@@ -161,12 +162,18 @@ def test_missing_library_exits_3_with_the_install_hint(fake_server, tmp_path):
     proc = subprocess.run([sys.executable, str(fake_server), "--vocab", str(tmp_path / "good.gguf")],
                           input=b"", capture_output=True, timeout=60, env={**__import__("os").environ,
                                                                             "NO_LIB": "1"})
-    assert proc.returncode == server.EXIT_MISSING_LIBRARY and b"[ports]" in proc.stderr
+    assert proc.returncode == server.EXIT_MISSING_LIBRARY and b"build.sh" in proc.stderr
 
 
-def test_probe_tells_unsupported_from_loaded_and_from_broken(fake_server, tmp_path):
+def test_the_client_tells_unsupported_from_loaded_and_from_broken(fake_server, tmp_path):
     command = f"{sys.executable} {fake_server} --vocab {{vocab}}"
-    assert probe(command, tmp_path / "good.gguf") == ("ok", "")
-    assert probe(command, tmp_path / "bad.gguf") == ("unsupported", "ValueError: cannot convert bad.gguf")
-    status, detail = probe(f"{sys.executable} -c 'raise SystemExit(9)' {{vocab}}", tmp_path / "good.gguf")
-    assert status == "port-error" and "code 9" in detail
+    good = ExternalPort(command, tmp_path / "good.gguf")
+    assert good.info()["n_vocab"] == 42
+    good.close()
+    bad = ExternalPort(command, tmp_path / "bad.gguf")
+    with pytest.raises(PortUnsupported, match="ValueError: cannot convert bad.gguf"):
+        bad.encode("a")
+    bad.close()
+    broken = ExternalPort(f"{sys.executable} -c 'raise SystemExit(9)' {{vocab}}", tmp_path / "good.gguf")
+    with pytest.raises(PortError, match="exit code 9"):
+        broken.encode("a")

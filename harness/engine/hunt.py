@@ -164,6 +164,12 @@ class Hunt:
         """The port declared it cannot express this test's op or flags: nothing runs."""
         self.tally.unsupported_reason = reason
 
+    def _unsupported(self, e: Exception) -> None:
+        """One case the port answered unsupported; the first answer's words are the cell's reason."""
+        self.tally.unsupported += 1
+        if not self.tally.unsupported_reason:
+            self.tally.unsupported_reason = str(e)[:500]
+
     @property
     def stopped(self) -> bool:
         """Nothing more runs: the port is down, or the check raised (:attr:`error`)."""
@@ -219,7 +225,7 @@ class Hunt:
         """File an exception raised outside :meth:`case` where it belongs: unsupported, a
         port error (the port is then down unless it was one request's error), or a crash."""
         if isinstance(e, PortUnsupported):
-            self.tally.unsupported += 1
+            self._unsupported(e)
         elif isinstance(e, PortError):
             self._port_error(e, fatal=not isinstance(e, PortRequestError))
             self.tally.port_errors = list(self._errors.values())
@@ -264,7 +270,7 @@ class Hunt:
         if self.stopped:
             self.tally.not_checked += 1
         elif isinstance(error, PortUnsupported):
-            self.tally.unsupported += 1
+            self._unsupported(error)
         elif isinstance(error, PortError):
             self._port_error(error, fatal=not isinstance(error, PortRequestError))
         else:

@@ -10,7 +10,7 @@ A *backend* is any object with llama.cpp's calls (keyword flags, bytes out)::
 and, optionally, ``info() -> dict`` for more ``info`` fields (``vocab_type``,
 ``unsupported``, ``library``, ...). The harness tokenizer
 (:mod:`harness.tokenizer.serve`), a pinned llama.cpp (``reference/serve.py``) and the
-scoreboard's Python adapters are served by :func:`serve`; a vocab a backend cannot
+Python ports of the scoreboard (``ports/python/*/serve.py``) are served by :func:`serve`; a vocab a backend cannot
 load is served by :func:`refuse` (every request answered ``unsupported``).
 
 Every line gets exactly one answer, so answers never shift against requests: a blank
@@ -328,6 +328,6 @@ def run_adapter(argv: list[str] | None, *, name: str, check_library: Callable[[]
         check_library()
     except ImportError as e:
         print(f"{name} port: cannot import its library ({e}); install the port's dependencies "
-              "(pip install -e '.[ports]', or make scoreboard)", file=sys.stderr)
+              "(its build.sh, e.g. ports/python/<name>/build.sh, makes the port's venv)", file=sys.stderr)
         return EXIT_MISSING_LIBRARY
     return serve_or_refuse(lambda: load(args.vocab), sys.stdin.buffer, out)

@@ -1,22 +1,21 @@
-"""The scoreboard of real tokenizer ports against llama.cpp (``make scoreboard``).
+"""The scoreboard of real tokenizer ports against llama.cpp (``make scoreboard``), on the engine.
 
-The Python port servers answer through the one server loop,
-:func:`harness.protocol.server.run_adapter` (it guards stdout and serves a vocab the
-library cannot load as unsupported).
+What is specific to the scoreboard lives here; everything else is the engine's
+(``llama-conformance run``: the same checks, causes, diagnoses, reports and exit codes as
+any port):
 
-- :mod:`.hf`: Hugging Face transformers' GGUF conversion as a port;
-- :mod:`.llama_cpp_python`: llama-cpp-python's ``Llama(vocab_only=True)`` as a port;
-- :mod:`.client`: probe a port (``unsupported`` vs loaded) and talk to it;
-- :mod:`.sample`: agreement on corpus chunks (shrunk by the engine's one shrinker);
-- :mod:`.results`: cells built from the conformance report (its schema is there);
-- :mod:`harness.reports.scoreboard` (the reports room): the cells, and
-  ``scoreboard.md``, ``.html``, ``.json``;
-- :mod:`.run`: ``python -m harness.scoreboard``.
+- :mod:`.ports`: the list of ports, discovered from ``ports/<language>/<name>/port.json``;
+- :mod:`.build`: building a port (its ``build.sh``, timed, the log kept; a failure is that
+  port's ``error``, never the board's);
+- :mod:`.summary`: each port's ``conformance.json`` read into its row (per vocab: outcome,
+  per-check outcomes, causes);
+- :mod:`.drift`: a binding's causes labelled drift where an older pinned llama.cpp gives the
+  binding's answer;
+- :mod:`.run`: ``llama-conformance scoreboard`` (build, run, summarise, README table);
+- :mod:`harness.reports.scoreboard` (the reports room) renders ``scoreboard.json``, ``.md``,
+  ``.html`` and the README table.
 
-The port servers import their libraries only when run, so this package
-imports without transformers, torch or llama-cpp-python installed.
-
->>> from harness.protocol.server import UNSUPPORTED
->>> UNSUPPORTED
-'unsupported: '
+>>> from harness.scoreboard.summary import VOCAB_OUTCOMES
+>>> VOCAB_OUTCOMES
+('pass', 'divergence', 'unsupported', 'error', 'not checked')
 """

@@ -1,209 +1,226 @@
-"""``python -m harness.scoreboard``: every port x every pinned vocab -> the scoreboard.
+"""``llama-conformance scoreboard`` (``make scoreboard``): every port, built and run on the engine.
 
-For each port (a JSON-lines server of this package, see :data:`PORTS`):
+For each port of ``ports/*/*/port.json`` (:mod:`.ports`; ``--ports`` selects), one after
+the other:
 
-1. **probe** each vocab (start the server, ask ``info``): a vocab the port
-   cannot load is ``unsupported`` with its error, not a divergence;
-2. **sample** each supported vocab on the pinned corpus (:mod:`.sample`);
-3. run the **conformance suite** on each supported vocab with
-   ``PORT="<server> --vocab {vocab}"``, writing its report to
-   ``<out>/scoreboard/<port>/<vocab>/conformance.json`` (``--conformance-reports``);
+1. **build** it (:mod:`.build`: its ``build.sh``, timed, the log in
+   ``<out>/scoreboard/<port>/build.log``); a failed build makes every vocab of that port
+   ``error`` with the reason, and the board goes on;
+2. **run** ``llama-conformance run --port "<its serve command>"`` (the same checks, causes,
+   diagnoses, reports and exit codes as any port) with ``--report-dir
+   <out>/scoreboard/<port>`` (``conformance.json``, ``.html``, ``-junit.xml``; its output in
+   ``run.log``), ``--jobs``, ``--budget``, ``--profile``; the reference's own cross-check is
+   left out (``-k 'not crosscheck'``: it never touches the port, and ``make conformance``
+   runs it); each port has its own replay store (``$LLAMA_CONFORMANCE_REPLAY/<port>``, else
+   ``.hypothesis/scoreboard/<port>``);
+3. for a binding (``bundles_llama_cpp``), label each cause drift or not (:mod:`.drift`);
 
-then write ``<out>/scoreboard.md``, ``.html`` and ``.json``.
+then **summarise** (:mod:`.summary`) into ``<out>/scoreboard.json``, ``.md`` and ``.html``
+(:mod:`harness.reports.scoreboard`). ``--snapshot DOCS`` copies the JSON and Markdown into
+``DOCS`` and ``--readme FILE`` rewrites the table between the markers in FILE from
+``DOCS/scoreboard.json``.
 
-Example (what ``make scoreboard`` runs)::
+Examples::
 
-    python -m harness.scoreboard --out reports
-    python -m harness.scoreboard --ports transformers --vocabs qwen2 llama-spm --no-suite
+    llama-conformance scoreboard --out reports --jobs 2 --budget 2m
+    llama-conformance scoreboard --ports ollama shimmytok --vocabs qwen2 llama-spm
+    llama-conformance scoreboard --readme README.md          # the README's table from docs/scoreboard.json
 
->>> port_command("transformers", "/venv/bin/python")
-'/venv/bin/python -m harness.scoreboard.hf --vocab {vocab}'
+>>> run_argv(PortStub(), Path("out"), ["qwen2"], jobs="1", profile="ci", budget=None)[-4:]
+['--vocabs', 'qwen2', '--', '-k=not test_crosscheck']
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import json
 import os
-import shlex
+import platform
+import shutil
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
+import time
 from pathlib import Path
 
-from harness.errors import HarnessError, PortError
-from harness.protocol.client import ExternalPort
-from harness.reports.scoreboard import Cell, cell_from_json, html_page, json_text, markdown
-from harness.scoreboard.client import probe_result
-from harness.scoreboard.results import fill_from_report, load_report, settle
+from harness.reports.scoreboard import README_BEGIN, html_page, json_text, markdown, readme_block, replace_block
+from harness.scoreboard import drift
+from harness.scoreboard.build import build_port
+from harness.scoreboard.ports import Port, discover, select
+from harness.scoreboard.summary import port_row, read_report
 
-PORTS = {"transformers": "harness.scoreboard.hf",
-         "llama-cpp-python": "harness.scoreboard.llama_cpp_python"}
-# pytest exit codes 0 (all passed) and 1 (some failed: divergences) both mean "the suite ran".
-SUITE_RAN = (0, 1)
-
-
-def port_command(port: str, python: str) -> str:
-    """The PORT command (with ``{vocab}``) of a named port."""
-    if port not in PORTS:
-        raise HarnessError(f"unknown port {port!r}: the scoreboard knows {', '.join(PORTS)}")
-    return f"{shlex.quote(python)} -m {PORTS[port]} --vocab {{vocab}}"
+#: The older pin a binding's divergences are checked against (drift).
+OLD_PIN = os.environ.get("SCOREBOARD_OLD_PIN") or "4df29be"
+#: Each run's budget when BUDGET is not set: none, the profile's counts (ci: 200 fast + 30
+#: Hypothesis cases per generated test), which keeps the board with builds within an hour on 2 cores.
+DEFAULT_BUDGET = None
 
 
-def with_pieces(sampled: dict, reference) -> dict:
-    """Label the ids of each sample example with the reference's pieces (hex), like the
-    engine's ``pieces``, so the diff reads as text; ids out of range stay unlabelled.
+class PortStub:
+    name, directory = "stub", Path("/p")
 
-    >>> class R:
-    ...     n_vocab = 2
-    ...     def token_to_piece(self, id, special=False): return b"ab"[id:id + 1]
-    >>> with_pieces({"examples": [{"reference_ids": [0], "port_ids": [1, 7]}]}, R())["examples"][0]["pieces"]
-    {'0': '61', '1': '62'}
-    """
-    for ex in sampled.get("examples", []):
-        ids = sorted({i for i in ex["reference_ids"] + ex["port_ids"] if 0 <= i < reference.n_vocab})
-        ex["pieces"] = {str(i): reference.token_to_piece(i, special=True).hex() for i in ids}
-    return sampled
+    def command(self) -> str:
+        return "/p/serve --vocab {vocab}"
 
 
-def examine(command: str, vocab: str, texts: list[str], timeout: float) -> tuple[str, str, dict | None]:
-    """Probe one vocab and, if the port loads it, sample it on ``texts`` (same process).
+def run_argv(port, report_dir: Path, vocabs: list[str] | None, *, jobs: str, profile: str,
+             budget: str | None, keyword: str = "not test_crosscheck") -> list[str]:
+    """The ``llama-conformance run`` command line for one port."""
+    argv = [sys.executable, "-c", "import sys; from harness.cli import main; sys.exit(main())",
+            "run", "--no-fetch", "--port", port.command(), "--report-dir", str(report_dir),
+            "--jobs", jobs, "--profile", profile]
+    if budget:
+        argv += ["--budget", budget]
+    if vocabs:
+        argv += ["--vocabs", *vocabs]
+    return argv + ["--", f"-k={keyword}"]
 
-    Returns (status 'ok'|'unsupported'|'port-error', detail, sample JSON or None).
-    """
-    from harness.scoreboard.sample import sample
-    from reference.inproc import load_reference
-    from reference.vocabs import vocab_path
 
-    path = vocab_path(vocab)
+def run_port(port: Port, out: Path, vocabs: list[str], args) -> dict:
+    """Build and run one port (or, with ``--no-run``, read what its last run left); its row."""
+    pdir = out / "scoreboard" / port.name
+    if args.no_run:
+        return summarise_port(port, pdir, vocabs, args)
+    steps = build_and_run(port, pdir, args)
+    (pdir / "steps.json").write_text(json.dumps(steps, indent=1), encoding="utf-8")
+    return summarise_port(port, pdir, vocabs, args)
+
+
+def build_and_run(port: Port, pdir: Path, args) -> dict:
+    """Build the port and run the engine on it: ``{"build", "run", "failure"}`` (kept in steps.json)."""
+    if pdir.exists():
+        shutil.rmtree(pdir)
+    pdir.mkdir(parents=True)
+    say(f"[{port.name}] building ({port.directory}/{port.build}; log {pdir / 'build.log'})")
+    built = build_port(port.directory, port.build, pdir / "build.log")
+    say(f"[{port.name}] build {'ok' if built.ok else 'FAILED'} in {built.seconds:.0f} s {built.reason}")
+    if not built.ok:
+        return {"build": built.to_json(), "run": None, "failure": f"build failed: {built.reason}"}
+    argv = run_argv(port, pdir, args.vocabs, jobs=args.jobs, profile=args.profile, budget=args.budget,
+                    keyword=args.keyword)
+    # Each port its own replay store: one port's shrunk failures never run first for another.
+    store = Path(os.environ.get("LLAMA_CONFORMANCE_REPLAY") or ".hypothesis/scoreboard") / port.name
+    env = dict(os.environ, LLAMA_CONFORMANCE_REPLAY=str(store.resolve()))
+    start = time.monotonic()
+    with open(pdir / "run.log", "w", encoding="utf-8") as log:
+        code = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                              env=env).returncode
+    wall = time.monotonic() - start
+    run = {"exit_code": code, "wall_s": round(wall, 1), "report": f"scoreboard/{port.name}/conformance.html",
+           "log": f"scoreboard/{port.name}/run.log"}
+    say(f"[{port.name}] run exited {code} in {wall:.0f} s")
+    return {"build": built.to_json(), "run": run, "failure": ""}
+
+
+def summarise_port(port: Port, pdir: Path, vocabs: list[str], args) -> dict:
+    """The port's row from ``steps.json`` and its ``conformance.json``."""
     try:
-        client = ExternalPort(command, path, timeout=timeout)
-    except PortError as e:
-        return "port-error", str(e), None
+        steps = json.loads((pdir / "steps.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        return port_row(port.manifest(), vocabs, None, outcome="not checked",
+                        failure=f"not run in this board (no {pdir}/steps.json: {type(e).__name__})")
+    build, run = steps["build"], steps["run"]
+    if steps["failure"]:
+        return port_row(port.manifest(), vocabs, None, build=build, run=run, failure=steps["failure"])
     try:
-        status, detail = probe_result(client.exchange({"op": "info"}))
-        if status != "ok" or not texts:
-            return status, detail, None
-        reference = load_reference(path)
-        return status, detail, with_pieces(sample(client, reference, texts).to_json(), reference)
-    except PortError as e:
-        return "port-error", str(e), None
-    finally:
-        client.close()
+        report = read_report(pdir / "conformance.json")
+    except Exception as e:  # no report: every vocab is an error with the reason, the board goes on
+        tail = (pdir / "run.log").read_text(encoding="utf-8", errors="replace").strip().splitlines()[-3:]
+        return port_row(port.manifest(), vocabs, None, build=build, run=run,
+                        failure=f"run exited {run['exit_code']} without a report ({e}): {' | '.join(tail)}")
+    run.update({k: report["run"].get(k) for k in ("reproduce", "fast_seed", "profile", "pin")})
+    row = port_row(port.manifest(), vocabs, report, build=build, run=run)
+    if port.bundles_llama_cpp and row["causes"]:
+        from reference.lock import load
+        from reference.vocabs import vocab_path
+        pin_diff = drift.pin_diff_file(Path(args.docs), OLD_PIN, load().name)
+        drift.label(row["causes"], OLD_PIN, vocab_path, pin_diff)
+    return row
 
 
-def run_suite(command: str, vocabs: list[str], out_dir: Path, *, jobs: str, profile: str,
-              timeout: float) -> tuple[int, str]:
-    """Run the conformance suite for one port; (pytest exit code, output tail)."""
-    from harness.cli import suite_args
-
-    out_dir.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ, PORT=command, VOCABS=" ".join(vocabs), HYPOTHESIS_PROFILE=profile,
-               LLAMA_CONFORMANCE_REQUIRE_REFERENCE="1", PORT_TIMEOUT=str(timeout))
-    argv = [sys.executable, "-m", "pytest", "-q", "-n", jobs, "-p", "harness.conformance.plugin",
-            *suite_args(), f"--conformance-reports={out_dir.resolve()}"]
-    # The suite comes from the installed package, so this runs outside a checkout too.
-    proc = subprocess.run(argv, env=env, capture_output=True, text=True)
-    (out_dir / "pytest.log").write_text(proc.stdout + proc.stderr, encoding="utf-8")
-    return proc.returncode, (proc.stdout + proc.stderr)[-3000:]
+def say(message: str) -> None:
+    print(f"scoreboard: {message}", file=sys.stderr, flush=True)
 
 
-def _meta(profile: str) -> dict:
+def header(args, wall: float | None) -> dict:
+    """The run header: pin, generated date, machine, budget."""
     from reference.lock import load
-    return {"llama_cpp": load().commit, "profile": profile,
-            "generated_at": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
+    lock = load()
+    return {"pin": lock.name, "llama_cpp": lock.commit,
+            "generated": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.system()} "
+                       f"{platform.release()}, Python {platform.python_version()}",
+            "profile": args.profile, "budget": args.budget, "jobs": args.jobs,
+            "wall_s": None if wall is None else round(wall, 1)}
 
 
-def suite_cell(cell: Cell, command: str, args) -> Cell:
-    """Run the conformance suite for one port on one vocab and fill the cell.
-
-    One run per vocab: each xdist worker then loads the port once (a port
-    such as transformers takes a minute to start), and one vocab's crash
-    cannot hide another's results.
-    """
-    out_dir = (Path(args.out) / "scoreboard" / cell.port / cell.vocab).resolve()
-    code, tail = run_suite(command, [cell.vocab], out_dir, jobs=args.jobs, profile=args.profile,
-                           timeout=args.timeout)
-    if code in SUITE_RAN:
-        fill_from_report(cell, load_report(out_dir / "conformance.json"))
-    else:
-        cell.port_errors.append(f"conformance suite failed (pytest exit {code}):\n{tail}")
-    print(f"[{cell.port}] {cell.vocab}: suite exit {code}, golden {cell.golden_text()}, "
-          f"gen {cell.generated_text()}", file=sys.stderr, flush=True)
-    return cell
-
-
-def score_port(port: str, args, vocabs: list[str], texts: list[str]) -> list[Cell]:
-    """Probe, sample and run the suite for one port; its cells."""
-    command = port_command(port, args.port_python)
-    cells = {v: Cell(port, v) for v in vocabs}
-
-    def one(v):
-        status, detail, sampled = examine(command, v, texts, args.timeout)
-        if status != "ok":
-            cells[v].status, cells[v].error = status, detail
-        cells[v].sample = sampled
-        print(f"[{port}] {v}: {status} {detail[:100]} sample {cells[v].sample_text()}",
-              file=sys.stderr, flush=True)
-
-    with ThreadPoolExecutor(max_workers=args.probe_jobs) as pool:
-        list(pool.map(one, vocabs))  # list(): re-raise any exception from the workers
-    if not args.no_suite:
-        for v in [v for v in vocabs if cells[v].status == "not-run"]:
-            suite_cell(cells[v], command, args)
-    return [settle(cells[v]) for v in vocabs]
+def write(board: dict, out: Path) -> None:
+    """``<out>/scoreboard.json``, ``.md``, ``.html``."""
+    out.mkdir(parents=True, exist_ok=True)
+    for ext, render in (("json", json_text), ("md", markdown), ("html", html_page)):
+        (out / f"scoreboard.{ext}").write_text(render(board), encoding="utf-8")
+    say(f"wrote {out}/scoreboard.json, .md, .html")
 
 
 def parse_args(argv):
-    p = argparse.ArgumentParser(prog="python -m harness.scoreboard", description=__doc__.split("\n")[0])
-    p.add_argument("--ports", nargs="+", default=list(PORTS), choices=list(PORTS))
-    p.add_argument("--vocabs", nargs="+", help="default: all pinned vocabs")
+    p = argparse.ArgumentParser(prog="llama-conformance scoreboard", description=__doc__.split("\n")[0])
+    p.add_argument("--ports", nargs="*", default=(os.environ.get("PORTS") or "").split() or None,
+                   help="port names (default: $PORTS, else every ports/*/*/port.json)")
+    p.add_argument("--ports-root", default="ports", help="where the ports live (default: ports)")
+    p.add_argument("--vocabs", nargs="+", default=(os.environ.get("VOCABS") or "").split() or None)
     p.add_argument("--out", default="reports", help="reports directory (default: reports)")
-    p.add_argument("--jobs", default=os.environ.get("JOBS", "auto"), help="pytest-xdist -n (default auto)")
-    p.add_argument("--profile", default=os.environ.get("HYPOTHESIS_PROFILE") or "conformance")
-    p.add_argument("--timeout", type=float, default=900.0,
-                   help="per-request port timeout in s (default 900: the first request pays the "
-                        "port's load, 4+ min for gemma-4 in transformers on a busy 2-core machine)")
-    p.add_argument("--port-python", default=sys.executable,
-                   help="interpreter that has the port libraries (default: this one)")
-    p.add_argument("--probe-jobs", type=int, default=2, help="vocabs probed/sampled at once (default 2)")
-    p.add_argument("--no-suite", action="store_true", help="probe and sample only")
-    p.add_argument("--no-sample", action="store_true", help="skip the corpus sample")
-    p.add_argument("--merge", nargs="+", metavar="JSON",
-                   help="run nothing: re-render these scoreboard.json files (e.g. one per port) into --out")
+    p.add_argument("--jobs", default=os.environ.get("JOBS") or "2", help="--jobs of each port's run (default 2)")
+    p.add_argument("--profile", default=os.environ.get("HYPOTHESIS_PROFILE") or "ci",
+                   help="Hypothesis profile of each run (default: ci)")
+    p.add_argument("--budget", default=os.environ.get("BUDGET") or DEFAULT_BUDGET,
+                   help="--budget of each port's run, e.g. 2m (default: $BUDGET, else the profile's counts)")
+    p.add_argument("--keyword", default="not test_crosscheck",
+                   help="pytest -k of each run (default: every check but the reference's own cross-check)")
+    p.add_argument("--no-run", action="store_true",
+                   help="build and run nothing: summarise what the last runs left in OUT/scoreboard/")
+    p.add_argument("--docs", default="docs", help="where pin-diff reports and the snapshot live")
+    p.add_argument("--snapshot", action="store_true", help="also copy scoreboard.json/.md into --docs")
+    p.add_argument("--readme", metavar="FILE", help="run nothing: rewrite FILE's scoreboard table from "
+                   "DOCS/scoreboard.json")
+    p.add_argument("--check-readme", metavar="FILE", help="run nothing: exit 1 if FILE's table is not "
+                   "what DOCS/scoreboard.json gives")
     return p.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
-    from harness.scoreboard.sample import corpus_chunks
-    from reference.vocabs import names
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    if args.merge:
-        return write(*merged(args.merge), Path(args.out))
+    if args.readme or args.check_readme:
+        return readme(Path(args.readme or args.check_readme), Path(args.docs) / "scoreboard.json",
+                      check=bool(args.check_readme))
+    from reference.vocabs import names
+    ports = select(discover(Path(args.ports_root)), args.ports)
     vocabs = sorted(args.vocabs or names())
-    texts = [] if args.no_sample else corpus_chunks()
-    cells = [c for port in args.ports for c in score_port(port, args, vocabs, texts)]
-    return write(cells, args.ports, vocabs, _meta(args.profile), Path(args.out))
+    out = Path(args.out)
+    start = time.monotonic()
+    rows = [run_port(p, out, vocabs, args) for p in ports]
+    board = {"schema": 1, "header": header(args, None if args.no_run else time.monotonic() - start),
+             "vocabs": vocabs, "ports": rows}
+    board["header"]["steps_s"] = round(sum((r.get("build") or {}).get("seconds") or 0 for r in rows)
+                                       + sum((r.get("run") or {}).get("wall_s") or 0 for r in rows), 1)
+    write(board, out)
+    if args.snapshot:
+        for ext in ("json", "md"):
+            shutil.copy(out / f"scoreboard.{ext}", Path(args.docs) / f"scoreboard.{ext}")
+        say(f"snapshot in {args.docs}/scoreboard.json, .md")
+    return 0
 
 
-def merged(paths: list[str]) -> tuple[list[Cell], list[str], list[str], dict]:
-    """Cells, ports, vocabs and meta of several scoreboard.json files (later files win)."""
-    import json
-    cells: dict[tuple[str, str], Cell] = {}
-    ports, vocabs, meta = [], set(), {}
-    for path in paths:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-        meta = data["meta"]
-        ports += [p for p in data["ports"] if p not in ports]
-        vocabs.update(data["vocabs"])
-        cells.update({(c["port"], c["vocab"]): cell_from_json(c) for c in data["cells"]})
-    return list(cells.values()), ports, sorted(vocabs), meta
-
-
-def write(cells: list[Cell], ports: list[str], vocabs: list[str], meta: dict, out: Path) -> int:
-    """Write scoreboard.md, .html and .json into ``out``."""
-    out.mkdir(parents=True, exist_ok=True)
-    for name, render in (("md", markdown), ("html", html_page), ("json", json_text)):
-        (out / f"scoreboard.{name}").write_text(render(cells, ports, vocabs, meta), encoding="utf-8")
-    print(f"wrote {out}/scoreboard.md, .html, .json", file=sys.stderr)
+def readme(path: Path, board_json: Path, *, check: bool) -> int:
+    """Rewrite (or check) the block between the scoreboard markers in ``path``."""
+    board = json.loads(board_json.read_text(encoding="utf-8"))
+    text = path.read_text(encoding="utf-8")
+    new = replace_block(text, readme_block(board), where=str(path))
+    if check:
+        if new != text:
+            say(f"{path}: the table between {README_BEGIN!r} and its end marker is not what "
+                f"{board_json} gives; run `make scoreboard-readme`")
+            return 1
+        return 0
+    path.write_text(new, encoding="utf-8")
+    say(f"rewrote the scoreboard table in {path} from {board_json}")
     return 0

@@ -24,6 +24,10 @@ import tempfile
 import time
 from pathlib import Path
 
+# transformers' GGUF reader imports torch for dtype names only: torchless/ stands in, so the
+# converter runs without the 5 GB torch wheel (any real torch call raises).
+sys.path.insert(0, str(Path(__file__).resolve().with_name("torchless")))
+
 
 def cache_dir(out_root: Path, vocab: Path) -> Path:
     """``OUT_ROOT/<name>-<sha256[:16]>``: a changed file gets a new conversion."""
@@ -36,6 +40,10 @@ def convert(vocab: Path, out: Path) -> None:
     tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=out.name + ".tmp"))
     start = time.monotonic()
     try:
+        import transformers.modeling_gguf_pytorch_utils as gguf_utils
+        # load_gguf_checkpoint(return_tensors=False) reads metadata only but refuses without torch;
+        # torchless/ stands in for the torch import (see ../../python/transformers/README.md).
+        gguf_utils.is_torch_available = lambda: True
         from transformers import AutoTokenizer
         tokenizer = AutoTokenizer.from_pretrained(str(vocab.parent), gguf_file=vocab.name)
         tokenizer.save_pretrained(str(tmp))

@@ -1,6 +1,6 @@
-"""llama-cpp-python 0.3.35 as a port: ``python -m harness.scoreboard.llama_cpp_python --vocab V``.
+"""llama-cpp-python 0.3.36 as a port: ``./serve --vocab V (runs this file)``.
 
-It wraps the very same llama.cpp commit as the reference, so every
+It bundles llama.cpp 0c1e570, the very commit of the default pin, so every
 divergence is a bug of the binding (or of this harness). The calls are the
 binding's own public API, as a user calls it:
 
@@ -21,7 +21,7 @@ info                        ``Llama.n_vocab()``
 ==========================  ==================================================
 
 >>> LLAMA_CPP_PYTHON_VERSION
-'0.3.35'
+'0.3.36'
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from pathlib import Path
 
 from harness.protocol.server import run_adapter
 
-LLAMA_CPP_PYTHON_VERSION = "0.3.35"
+LLAMA_CPP_PYTHON_VERSION = "0.3.36"
 
 
 class LlamaCppPythonBackend:
@@ -62,7 +62,7 @@ def _check_library() -> None:
     if llama_cpp.__version__ != LLAMA_CPP_PYTHON_VERSION:
         # A different version wraps a different llama.cpp commit: its results would mean nothing here.
         raise ImportError(f"llama-cpp-python {llama_cpp.__version__} is installed, the pin needs "
-                          f"{LLAMA_CPP_PYTHON_VERSION} (same llama.cpp commit as the reference)")
+                          f"{LLAMA_CPP_PYTHON_VERSION} (the llama.cpp it bundles is the default pin 0c1e570)")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,9 +1,10 @@
-"""Hugging Face transformers' GGUF conversion as a port: ``python -m harness.scoreboard.hf --vocab V``.
+"""Hugging Face transformers' GGUF conversion as a port: ``./serve --vocab V`` (runs this file).
 
 transformers converts a GGUF's tokenizer metadata into a fast (``tokenizers``)
 tokenizer: ``AutoTokenizer.from_pretrained(dir, gguf_file=name)``. People use
 it to run GGUF models outside llama.cpp. Its GGUF loading imports torch even
-when only the tokenizer is wanted.
+when only the tokenizer is wanted; this port runs it on a stand-in (``torchless/``,
+README.md) and lets ``load_gguf_checkpoint`` read metadata without torch.
 
 How llama.cpp's flags map onto transformers (where it cannot express a
 flag, the divergence is real and is reported, not papered over):
@@ -65,6 +66,10 @@ class HFBackend:
 
     @classmethod
     def load(cls, path: Path) -> "HFBackend":
+        import transformers.modeling_gguf_pytorch_utils as gguf_utils
+        # load_gguf_checkpoint(return_tensors=False) reads metadata only, but refuses without
+        # torch; the tokenizer conversion never calls torch (torchless/ raises if it did).
+        gguf_utils.is_torch_available = lambda: True
         from transformers import AutoTokenizer
         path = Path(path).resolve()
         return cls(AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name))

@@ -1,0 +1,147 @@
+"""The summary across ports: each port's own ``conformance.json``, read into its scoreboard row.
+
+For every pinned vocab a port gets one entry (``scoreboard.json``'s ``ports[].vocabs``)::
+
+    {"outcome": "pass"|"divergence"|"unsupported"|"error"|"not checked",
+     "reason": str,                                   # why, unless pass or divergence
+     "checks": {"golden"|"known"|"encode"|"decode"|"piece": outcome},   # over the flag combinations
+     "causes": ["C1", ...]}                           # the port's causes seen on this vocab
+
+A check's outcome over its flag combinations: ``pass`` only if every combination passed;
+``divergence``, ``port error``, ``error`` if any had one (in that order); ``unsupported`` or
+``not checked`` if all were; else ``partial``. A check with no cell is ``not checked``, except golden on a vocab llama.cpp ships no
+``.inp``/``.out`` for: ``n/a``, which does not count.
+The vocab reads ``pass`` only where every check ran and passed; a divergence anywhere
+makes it ``divergence``; else a port error or error makes it ``error``; else ``unsupported``
+where the port declared every missing case unsupported, ``not checked`` otherwise.
+
+>>> cells = [{"vocab": "v", "check": c, "flags": "plain", "cases": 2} for c in CHECKS]
+>>> vocab_entry("v", cells, [])["outcome"]
+'pass'
+>>> vocab_entry("v", cells[:-1], [])["outcome"], vocab_entry("v", cells[:-1], [])["checks"]["piece"]
+('not checked', 'not checked')
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from harness.errors import HarnessError
+from harness.reports.cells import CHECK_COLUMNS, cell_outcome, merge_cells
+
+CHECKS = CHECK_COLUMNS  # golden, known, encode, decode, piece
+#: The golden check of a vocab llama.cpp ships no ``.inp``/``.out`` for (no cell at all).
+NOT_APPLICABLE = "n/a"
+
+
+def port_words(reason: str) -> str:
+    """The port's own words in an unsupported answer, without the request that got it.
+
+    >>> port_words("port x cannot express {op: decode}: unsupported: model not supported")
+    'model not supported'
+    """
+    return reason.rpartition("unsupported: ")[2].strip() if "unsupported: " in reason else reason.strip()
+VOCAB_OUTCOMES = ("pass", "divergence", "unsupported", "error", "not checked")
+
+
+def check_outcome(outcomes: list[str]) -> str:
+    """One check's outcome over its flag combinations (see the module docstring).
+
+    >>> check_outcome(["pass", "unsupported"]), check_outcome(["unsupported"]), check_outcome([])
+    ('partial', 'unsupported', 'not checked')
+    """
+    found = set(outcomes)
+    if not found:
+        return "not checked"
+    for worst in ("divergence", "port error", "error"):
+        if worst in found:
+            return worst
+    if len(found) == 1:
+        return found.pop()
+    return "partial"
+
+
+def vocab_entry(vocab: str, cells: list[dict], causes: list[dict]) -> dict:
+    """The scoreboard entry of one vocab from the port's cells and causes."""
+    merged = [c for c in merge_cells(cells).values() if c["vocab"] == vocab]
+    checks = {check: check_outcome([c["outcome"] for c in merged if c["check"] == check])
+              for check in CHECKS}
+    if merged and not any(c["check"] == "golden" for c in merged):
+        checks["golden"] = NOT_APPLICABLE  # llama.cpp ships no .inp/.out for this vocab
+    mine = [c["id"] for c in causes if any(x["vocab"] == vocab for x in c.get("cells", []))]
+    reasons = sorted({port_words(c.get("unsupported_reason") or c.get("error") or "") for c in merged
+                      if cell_outcome(c) not in ("pass", "divergence")} - {""})
+    states = set(checks.values()) - {NOT_APPLICABLE}
+    if "divergence" in states or mine:
+        outcome = "divergence"
+    elif states & {"port error", "error"}:
+        outcome = "error"
+    elif states == {"pass"}:
+        outcome = "pass"
+    elif states <= {"pass", "unsupported", "partial"} and any(c.get("unsupported") for c in merged):
+        outcome = "unsupported"
+    else:
+        outcome = "not checked"
+    entry = {"outcome": outcome, "checks": checks, "causes": mine}
+    if outcome not in ("pass", "divergence"):
+        missing = [k for k, v in checks.items() if v != "pass"]
+        # The longest: the others are mostly the same answer cut shorter in another message.
+        entry["reason"] = max(reasons, key=len)[:500] if reasons else f"not run: {', '.join(missing)}"
+    return entry
+
+
+def failed_entries(vocabs: list[str], outcome: str, reason: str) -> dict[str, dict]:
+    """Every vocab with one outcome (a build that failed, a run without a report).
+
+    >>> failed_entries(["v"], "error", "cargo not found")["v"]["checks"]["encode"]
+    'error'
+    """
+    return {v: {"outcome": outcome, "reason": reason, "checks": {c: outcome for c in CHECKS}, "causes": []}
+            for v in vocabs}
+
+
+def cause_entry(cause: dict) -> dict:
+    """A cause of conformance.json as the scoreboard keeps it: title, diagnosis, rule, the
+    minimal example (both sides) and its repro."""
+    ex = cause.get("example") or {}
+    keep = ("check", "vocab", "flags", "add_special", "parse_special", "remove_special",
+            "unparse_special", "text", "reference_ids", "port_ids", "reference_bytes_hex",
+            "port_bytes_hex", "index")
+    return {"id": cause["id"], "title": cause["title"], "diagnosis": cause.get("diagnosis"),
+            "rule": cause.get("rule"), "cases": cause.get("cases", 0),
+            "vocabs": sorted({c["vocab"] for c in cause.get("cells", [])}),
+            "checks": sorted({c["check"] for c in cause.get("cells", [])}),
+            "example": {k: ex[k] for k in keep if k in ex}, "repro": ex.get("repro", "")}
+
+
+def read_report(path: Path) -> dict:
+    """One port's ``conformance.json``; an unreadable one names the file."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise HarnessError(f"{path}: cannot read the port's conformance report ({e}); "
+                           "did its run finish? (see run.log beside it)") from e
+    for key in ("cells", "causes", "run"):
+        if key not in data:
+            raise HarnessError(f"{path}: missing key {key!r}: not a conformance.json of schema 3 "
+                               "(harness/reports/run.py)")
+    return data
+
+
+def port_row(manifest: dict, vocabs: list[str], report: dict | None, *, build: dict | None = None,
+             run: dict | None = None, failure: str = "", outcome: str = "error") -> dict:
+    """One port's row: its manifest, build and run, every vocab's entry, and its causes.
+    Without a report every vocab reads ``outcome`` (``error``: the build or run failed; ``not
+    checked``: the port was not run) with ``failure`` as the reason."""
+    row = dict(manifest, build=build, run=run)
+    if report is None:
+        row["vocabs"] = failed_entries(vocabs, outcome, failure or "the port did not run")
+        row["causes"] = []
+        return row
+    causes = [cause_entry(c) for c in report["causes"]]
+    row["causes"] = causes
+    row["vocabs"] = {v: vocab_entry(v, report["cells"], report["causes"]) for v in vocabs}
+    row["totals"] = {k: report.get("totals", {}).get(k) for k in ("cases", "causes", "divergent_cases",
+                                                                    "port_errors", "errors")}
+    return row
