@@ -24,9 +24,9 @@ Exit codes of ``run`` (:func:`exit_code`; the first that applies, in this order:
   unsupported pass);
 * 0: clean: every cell passed.
 
->>> args = parser().parse_args(["run", "--port", "python -m harness serve --vocab {vocab}", "--vocabs", "qwen2"])
+>>> args = parser().parse_args(["run", "--port", "python -m harness serve --vocab {vocab}", "--vocabs", "qwen2", "--jobs", "2"])
 >>> args.port, args.vocabs, args.jobs, args.allow_unsupported
-('python -m harness serve --vocab {vocab}', ['qwen2'], 'auto', False)
+('python -m harness serve --vocab {vocab}', ['qwen2'], '2', False)
 >>> exit_code(pytest_rc=1, cells=[{"vocab": "v", "flags": "plain", "check": "encode", "cases": 3, "divergent": 1}])
 (1, 'divergences')
 """
