@@ -21,7 +21,7 @@ SOURCE_FLAG := $(if $(SOURCE),--source $(SOURCE),)
 
 export LLAMA_CPP_DIR PORT VOCABS HYPOTHESIS_PROFILE KNOWN_EXAMPLES BUDGET CONFORMANCE_SEED PIN ALLOW_UNSUPPORTED
 
-.PHONY: all fetch reference test test-slow test-remote chromium openssh conformance sweep bench scoreboard scoreboard-readme pin pin-diff test-pins verify dist clean help coverage fuzz
+.PHONY: all fetch reference test test-slow test-remote chromium openssh scoreboard-deps conformance sweep bench scoreboard scoreboard-readme pin pin-diff test-pins verify dist clean help coverage fuzz
 
 all: test
 
@@ -72,6 +72,10 @@ openssh:
 	@test -x /usr/sbin/sshd || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssh-server; }
 
 # Headless Chromium renders conformance.html in test-slow (Debian's package; needs root or sudo).
+# The llama-cpp-2 port's bindgen needs libclang and clang's builtin headers (Debian's libclang-dev).
+scoreboard-deps:
+	@ls /usr/lib/llvm-*/lib/clang/*/include/stdbool.h >/dev/null 2>&1 || ! command -v apt-get >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libclang-dev; }
+
 chromium:
 	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
 
@@ -110,7 +114,7 @@ coverage: reference $(VENV)/.coverage
 # other (PORTS="ollama shimmytok" selects, BUDGET= each run's budget, default 90s; JOBS= each run's
 # workers): reports/scoreboard.{json,md,html}, each port's reports in reports/scoreboard/<port>/.
 # SNAPSHOT=1 also copies scoreboard.json/.md into docs/ (then run make scoreboard-readme).
-scoreboard: reference
+scoreboard: reference scoreboard-deps
 	$(CLI) scoreboard --out $(REPORTS) --jobs $(JOBS) $(if $(PORTS),--ports $(PORTS),) $(if $(SNAPSHOT),--snapshot,)
 
 # The README's scoreboard table, rewritten from docs/scoreboard.json (tests/test_scoreboard.py checks it).
