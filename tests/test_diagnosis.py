@@ -179,6 +179,13 @@ WITNESSES = {
                           lambda tok, ids, r, u: "\ufffda".encode()),
     "decode_drops_invalid_utf8": ("llama-spm", [("decode", (0xE3 + 3, 0x61 + 3), (False, False))], None,
                                   lambda tok, ids, r, u: b"a"),
+    # llama-cpp-python 0.3.36: token_to_piece into a 32-byte buffer, returned whole; its decode
+    # joins such pieces and loses those longer than 32 bytes (gpt-2's 23926 is 64 '=')
+    "piece_fixed_buffer": ("llama-spm", [("piece", (15043,), (False, False))], 32,
+                           lambda tok, ids, s, _: tok.token_to_piece(ids[0]).ljust(32, b"\0")),
+    "decode_drops_long_pieces": ("gpt-2", [("decode", (23926, 15496), (False, False))], 32,
+                                 lambda tok, ids, r, u: tok.decode([i for i in ids
+                                                                    if len(tok.token_to_piece(i)) <= 32])),
     "add_space_prefix_flipped": ("llama-spm", [("encode", "Hello world", (False, False))], None,
                                  lambda tok, t, a, p: tok.session().tokenize(t.replace(" ", S).encode())),
 }

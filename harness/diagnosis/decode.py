@@ -21,12 +21,13 @@ from typing import Callable
 from harness.tokenizer import Tokenizer
 from harness.tokenizer.vocab import BYTE
 
-from .base import Variant, cached, titled
+from .base import Case, Variant, cached, titled
 
 __all__ = ["BytesVariant", "DecodeVocabVariant", "PieceVariant", "DECODE_LOSSY", "DECODE_DROPS_INVALID",
            "NO_CLEAN_SPACES", "CLEAN_SPACES_FORCED", "LEADING_SPACE_KEPT", "LEADING_SPACE_STRIPPED_AFTER_BOS",
            "STRIPS_LEADING_SPACE", "BYTE_AS_CODEPOINT", "BYTE_AS_TEXT", "SPECIALS_ALWAYS_RENDERED",
-           "SPECIALS_NEVER_RENDERED", "REMOVE_SPECIAL_IGNORED", "REMOVE_SPECIAL_FORCED"]
+           "SPECIALS_NEVER_RENDERED", "REMOVE_SPECIAL_IGNORED", "REMOVE_SPECIAL_FORCED", "PieceBufferVariant",
+           "PIECE_FIXED_BUFFER", "DECODE_DROPS_LONG_PIECES"]
 
 DETOKENIZE = "src/llama-vocab.cpp, llama_vocab::impl::detokenize"
 TO_PIECE = "src/llama-vocab.cpp, llama_vocab::impl::token_to_piece"
@@ -197,3 +198,74 @@ REMOVE_SPECIAL_FORCED = PieceVariant(
     rule=f"drops the leading BOS / trailing EOS only with remove_special ({DETOKENIZE})",
     checks=("decode",), remove=lambda asked: True, needs=lambda tok: tok.vocab.add_bos or tok.vocab.add_eos,
     headline="decode drops BOS/EOS without remove_special")
+
+
+# --- a fixed-size piece buffer: llama_token_to_piece's negative size ignored ------------------
+
+def _overflowed(tok, cases) -> list[int]:
+    """Buffer sizes the cases point at, largest first: a piece answer's length when it ends in
+    NUL padding; for decode, the largest power of two (>= 8) below the case's longest piece.
+
+    >>> class T: token_to_piece = lambda self, i, special: b"x" * i; n_vocab = 100
+    >>> _overflowed(T(), [Case("decode", (3, 40), (False, False), b"xxx")])
+    [32]
+    """
+    sizes = set()
+    for c in cases:
+        out = c.port_output
+        if c.family == "piece" and isinstance(out, bytes) and len(out) >= 8 and out.endswith(b"\0"):
+            sizes.add(len(out))
+        elif c.family == "decode":
+            longest = max((len(tok.token_to_piece(i, special=True)) for i in c.input
+                           if 0 <= i < tok.n_vocab), default=0)
+            n = 8
+            while n * 2 < longest:
+                n *= 2
+            if longest > n:
+                sizes.add(n)
+    return sorted(sizes, reverse=True)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PieceBufferVariant(Variant):
+    """token_to_piece into a fixed buffer of ``param`` bytes, ignoring the length it returns:
+    ``padded`` keeps the whole buffer (a piece answer NUL-padded, a longer piece all NULs);
+    otherwise decode joins the pieces and loses every piece longer than the buffer."""
+
+    padded: bool = False
+
+    def applies(self, tok) -> bool:
+        return tok.vocab.vocab_type != "none"
+
+    def candidates(self, tok, cases):
+        for size in _overflowed(tok, cases):
+            yield self.bind(size)
+
+    def piece(self, tok, id, special):
+        p = tok.token_to_piece(id, special=special)
+        return p.ljust(self.param, b"\0") if len(p) <= self.param else b"\0" * self.param
+
+    def build(self, tok):
+        t = Tokenizer(tok.vocab)
+        n = self.param
+        t._pieces.update({i: b"" for i in range(tok.n_vocab) if len(tok.token_to_piece(i, special=True)) > n})
+        return t
+
+    def title(self, cases) -> str:
+        n = self.param
+        what = (f"piece answered as a whole {n}-byte buffer (NUL-padded; a longer piece is all NULs)"
+                if self.padded else f"decode loses every piece longer than {n} bytes (a {n}-byte piece buffer)")
+        return titled(what, self.rule)
+
+
+_BUFFER_RULE = (f"llama_token_to_piece returns the piece's length, or minus the size it needs when the "
+                f"buffer is too small; a caller keeps that many bytes, or grows the buffer and asks again "
+                f"({TO_PIECE})")
+PIECE_FIXED_BUFFER = PieceBufferVariant(
+    name="piece_fixed_buffer", models="token_to_piece returns its whole fixed-size buffer: NUL padding, "
+                                     "longer pieces lost", rule=_BUFFER_RULE, checks=("piece",), padded=True,
+    shipped_by="known-port-bugs 25 (token_to_piece negative size); llama-cpp-python 0.3.36 (32 bytes)")
+DECODE_DROPS_LONG_PIECES = PieceBufferVariant(
+    name="decode_drops_long_pieces", models="decode joins token_to_piece calls into a fixed-size buffer: "
+                                           "pieces longer than it are lost", rule=_BUFFER_RULE, checks=("decode",),
+    shipped_by="known-port-bugs 25 (64-space token); llama-cpp-python 0.3.36 (32 bytes)")
