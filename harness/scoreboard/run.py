@@ -205,9 +205,22 @@ def main(argv: list[str] | None = None) -> int:
     write(board, out)
     if args.snapshot:
         for ext in ("json", "md"):
-            shutil.copy(out / f"scoreboard.{ext}", Path(args.docs) / f"scoreboard.{ext}")
+            text = (out / f"scoreboard.{ext}").read_text(encoding="utf-8")
+            (Path(args.docs) / f"scoreboard.{ext}").write_text(portable(text), encoding="utf-8")
         say(f"snapshot in {args.docs}/scoreboard.json, .md")
     return 0
+
+
+def portable(text: str, root: Path | None = None, home: str | None = None) -> str:
+    """The snapshot without this machine's paths: the checkout's root and the home directory go.
+
+    >>> portable("--port '/src/x/ports/go/ollama/serve' in /home/u/.cache/l", Path("/src/x"), "/home/u")
+    "--port 'ports/go/ollama/serve' in ~/.cache/l"
+    """
+    root = Path.cwd().resolve() if root is None else root
+    home = os.path.expanduser("~") if home is None else home
+    text = text.replace(str(root) + "/", "")
+    return text.replace(home + "/", "~/") if home not in ("", "/") else text
 
 
 def readme(path: Path, board_json: Path, *, check: bool) -> int:
