@@ -47,22 +47,27 @@ class BytesVariant(Variant):
     def decode(self, tok, ids, remove, unparse):
         return self.change(tok, tok.decode(ids, remove_special=remove, unparse_special=unparse), ids)
 
+    def piece(self, tok, id, special):
+        return self.change(tok, tok.token_to_piece(id, special=special), [id])
+
     def title(self, cases) -> str:
         return titled(self.headline, self.rule)
 
 
 DECODE_LOSSY = BytesVariant(
-    name="decode_lossy_utf8", models="decode returns text: invalid UTF-8 replaced by U+FFFD",
-    rule=f"detokenize returns the pieces' raw bytes, invalid UTF-8 kept ({DETOKENIZE})",
-    checks=("decode",), shipped_by="known-port-bugs 21 (invalid/partial UTF-8, U+FFFD)",
+    name="decode_lossy_utf8", models="decode and token_to_piece return text: invalid UTF-8 replaced by U+FFFD",
+    rule=f"detokenize and token_to_piece return raw bytes, invalid UTF-8 kept (a BYTE token's one byte, "
+         f"half of a character) ({DETOKENIZE}; {TO_PIECE})",
+    checks=("decode", "piece"), shipped_by="known-port-bugs 21 (invalid/partial UTF-8, U+FFFD); "
+                                           "Java and JavaScript bindings returning strings",
     change=lambda tok, out, ids: out.decode("utf-8", "replace").encode("utf-8"),
-    headline="decode replaces invalid UTF-8 with U+FFFD")
+    headline="decode or token_to_piece replaces invalid UTF-8 with U+FFFD")
 DECODE_DROPS_INVALID = BytesVariant(
-    name="decode_drops_invalid_utf8", models="decode returns text: invalid UTF-8 dropped",
-    rule=f"detokenize returns the pieces' raw bytes, invalid UTF-8 kept ({DETOKENIZE})",
-    checks=("decode",), shipped_by="known-port-bugs 21 (invalid/partial UTF-8)",
+    name="decode_drops_invalid_utf8", models="decode and token_to_piece return text: invalid UTF-8 dropped",
+    rule=f"detokenize and token_to_piece return raw bytes, invalid UTF-8 kept ({DETOKENIZE}; {TO_PIECE})",
+    checks=("decode", "piece"), shipped_by="known-port-bugs 21 (invalid/partial UTF-8)",
     change=lambda tok, out, ids: out.decode("utf-8", "ignore").encode("utf-8"),
-    headline="decode drops invalid UTF-8")
+    headline="decode or token_to_piece drops invalid UTF-8")
 STRIPS_LEADING_SPACE = BytesVariant(
     name="decode_strips_leading_space", models="decode drops one leading space of every output",
     rule=f"strips the first piece's leading space only for add_space_prefix vocabs, and not after a removed "
