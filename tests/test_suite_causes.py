@@ -50,3 +50,18 @@ def test_each_single_bug_mode_is_one_diagnosed_cause(pytester, monkeypatch, bug)
     example = report["causes"][0]["example"]
     assert len(example["text"]) <= 8 if example["text"] else len(example["reference_ids"]) <= 4, example
     assert report["totals"]["causes"] == 1 and report["causes"][0]["cases"] == report["totals"]["divergent_cases"]
+
+
+@pytest.mark.reference
+def test_two_decode_bugs_met_at_once_stay_two_causes(pytester, monkeypatch):
+    """A port that drops a leading space and replaces invalid UTF-8 answers U+FFFD for ``' \\xe3'``:
+    neither bug alone gives that, both do. Such cases belong to the two causes and seed no third
+    (harness.engine.diagnoser: together, for decode)."""
+    script = Path(__file__).parent / "ports" / "faulty_port.py"
+    port = f"{shlex.quote(sys.executable)} {shlex.quote(str(script))} --vocab {{vocab}} --bugs fffd,decode-space"
+    result, report = run_suite(pytester, monkeypatch, port, "qwen2", [_node("decode", "qwen2")])
+    assert result.ret == 1, result.stdout.str()[-3000:]
+    causes = sorted((c["diagnosis"] or "unexplained", c["cases"]) for c in report["causes"])
+    print(causes)
+    assert [d for d, _ in causes] == ["decode_lossy_utf8", "decode_strips_leading_space"], causes
+    assert sum(n for _, n in causes) == report["totals"]["divergent_cases"]

@@ -99,9 +99,10 @@ class Diagnoser:
     def together(self, keys: list[tuple[str, ...]], f: Finding) -> int | None:
         """The index (into ``keys``, one tuple per known cause) of the cause whose input
         transform, followed by another known cause, reproduces the port's output on ``f``;
-        None when no two known causes do. Encode findings only (transforms act on text)."""
+        None when no two known causes do. For decode and pieces the first cause rewrites the
+        output bytes (lossy UTF-8, a dropped leading space) after the other's answer."""
         if f.check in ("decode", "piece"):
-            return None
+            return self._together_bytes(keys, f)
         for i, first in enumerate(keys):
             for key in first:
                 transform = getattr(self._bound.get(key), "transform", None)
@@ -117,3 +118,28 @@ class Diagnoser:
                 if any(self._reproduces(k, case) for j, other in enumerate(keys) if j != i for k in other):
                     return i
         return None
+
+    def _together_bytes(self, keys: list[tuple[str, ...]], f: Finding) -> int | None:
+        """:meth:`together` for decode and piece findings: a known cause whose variant
+        changes llama.cpp's output bytes (``change``), applied to another known cause's answer."""
+        case = self.case_of(f)
+        for i, first in enumerate(keys):
+            for key in first:
+                v = self._bound.get(key)
+                change = getattr(v, "change", None)
+                if change is None or case.family not in v.checks:
+                    continue
+                for j, other in enumerate(keys):
+                    if j != i and any(self._changed(change, self._bound.get(k), case) for k in other):
+                        return i
+        return None
+
+    def _changed(self, change, variant, case) -> bool:
+        """Whether ``change`` over ``variant``'s answer is the port's output on ``case``."""
+        if variant is None:
+            return False
+        try:
+            out = change(self.tok, bytes(variant.output(self.tok, case)), list(case.input))
+        except (HarnessError, ValueError, UnicodeError, RecursionError):
+            return False
+        return out == case.port_output
