@@ -183,6 +183,12 @@ WITNESSES = {
     "decode_drops_invalid_utf8": ("llama-spm", [("decode", (0xE3 + 3, 0x61 + 3), (False, False)),
                                                 ("piece", (0xE3 + 3,), (False, False))], None,
                                   lambda tok, ids, r, u: b"a"),
+    # candle keeps command-r's unmapped code point raw; ollama cuts deepseek's '｜' and '▁' to a byte
+    "byte_map_unmapped_codepoint": ("command-r", [("piece", (813,), (True, False))], "raw",
+                                    lambda tok, ids, s, _: tok.vocab.tokens[ids[0]]),
+    "special_text_byte_decoded": ("deepseek-coder", [("piece", (32013,), (True, False))], "low byte",
+                                  lambda tok, ids, s, _: bytes(ord(c) & 0xFF if ord(c) > 0xFF else ord(c)
+                                                               for c in "<｜begin▁of▁sentence｜>")),
     # llama-cpp-python 0.3.36: token_to_piece into a 32-byte buffer, returned whole; its decode
     # joins such pieces and loses those longer than 32 bytes (gpt-2's 23926 is 64 '=')
     "piece_fixed_buffer": ("llama-spm", [("piece", (15043,), (False, False))], 32,

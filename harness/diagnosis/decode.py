@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from typing import Callable
 
 from harness.tokenizer import Tokenizer
-from harness.tokenizer.vocab import BYTE
+from harness.tokenizer.vocab import BYTE, CONTROL, NORMAL, UNKNOWN, USER_DEFINED
 
 from .base import Case, Variant, cached, titled
 
@@ -27,7 +27,8 @@ __all__ = ["BytesVariant", "DecodeVocabVariant", "PieceVariant", "DECODE_LOSSY",
            "NO_CLEAN_SPACES", "CLEAN_SPACES_FORCED", "LEADING_SPACE_KEPT", "LEADING_SPACE_STRIPPED_AFTER_BOS",
            "STRIPS_LEADING_SPACE", "BYTE_AS_CODEPOINT", "BYTE_AS_TEXT", "SPECIALS_ALWAYS_RENDERED",
            "SPECIALS_NEVER_RENDERED", "REMOVE_SPECIAL_IGNORED", "REMOVE_SPECIAL_FORCED", "PieceBufferVariant",
-           "PIECE_FIXED_BUFFER", "DECODE_DROPS_LONG_PIECES"]
+           "PIECE_FIXED_BUFFER", "DECODE_DROPS_LONG_PIECES",
+           "ByteMapVariant", "UNMAPPED_CODEPOINT", "SPECIAL_TEXT_BYTE_DECODED"]
 
 DETOKENIZE = "src/llama-vocab.cpp, llama_vocab::impl::detokenize"
 TO_PIECE = "src/llama-vocab.cpp, llama_vocab::impl::token_to_piece"
@@ -274,3 +275,65 @@ DECODE_DROPS_LONG_PIECES = PieceBufferVariant(
     name="decode_drops_long_pieces", models="decode joins token_to_piece calls into a fixed-size buffer: "
                                            "pieces longer than it are lost", rule=_BUFFER_RULE, checks=("decode",),
     shipped_by="known-port-bugs 25 (64-space token); llama-cpp-python 0.3.36 (32 bytes)")
+
+
+# --- byte-level BPE pieces: code points outside the GPT-2 byte map ----------------------------
+
+_UNMAPPED = {"raw": lambda c: c.encode("utf-8"), "dropped": lambda c: b"",
+             "low byte": lambda c: bytes([ord(c) & 0xFF])}
+
+
+def _byte_decoded(text: bytes, unmapped: str) -> bytes:
+    """A token's text through the GPT-2 byte map, a code point outside it handled the port's way.
+
+    >>> _byte_decoded("Ġa▁".encode(), "low byte"), _byte_decoded("Ġa▁".encode(), "dropped")
+    (b' a\\x81', b' a')
+    """
+    from harness.tokenizer.unicode import UNICODE_TO_BYTE
+    out = bytearray()
+    for c in text.decode("utf-8", "replace"):
+        b = UNICODE_TO_BYTE.get(c)
+        out += bytes([b]) if b is not None else _UNMAPPED[unmapped](c)
+    return bytes(out)
+
+
+def _is_byte_level(tok) -> bool:
+    return tok.vocab.vocab_type == "bpe" and not tok.vocab.escape_whitespaces
+
+
+@dataclass(frozen=True, kw_only=True)
+class ByteMapVariant(PieceVariant):
+    """Byte-level BPE pieces decoded with a code point outside the byte map kept raw, dropped or
+    cut to its low byte (``param``); ``kinds`` are the token attributes whose pieces change."""
+
+    kinds: int = 0
+
+    def candidates(self, tok, cases):
+        for unmapped in _UNMAPPED:
+            yield self.bind(unmapped)
+
+    def applies(self, tok) -> bool:
+        return _is_byte_level(tok)
+
+    def build(self, tok):
+        v, t = tok.vocab, Tokenizer(tok.vocab)
+        t._pieces.update({i: _byte_decoded(v.tokens[i], self.param) for i, a in enumerate(v.attrs) if a & self.kinds})
+        return t
+
+    def title(self, cases) -> str:
+        return titled(f"{self.headline} (this port: {self.param})", self.rule)
+
+
+UNMAPPED_CODEPOINT = ByteMapVariant(
+    name="byte_map_unmapped_codepoint", kinds=NORMAL,
+    models="a normal token's code point outside the GPT-2 byte map kept raw, dropped or cut to a byte",
+    rule=f"a code point outside the byte map is written as [UNK_BYTE_0x<utf8 hex><token text>] "
+         f"(src/llama-vocab.cpp, llama_decode_text)", checks=("decode", "piece"),
+    shipped_by="candle (kept raw), shimmytok (dropped) on command-r", headline="pieces: a code point outside "
+    "the byte map is not written as [UNK_BYTE_0x…]")
+SPECIAL_TEXT_BYTE_DECODED = ByteMapVariant(
+    name="special_text_byte_decoded", kinds=CONTROL | USER_DEFINED | UNKNOWN,
+    models="a special token's text decoded through the GPT-2 byte map like a normal token's",
+    rule=f"the piece of a CONTROL, USER_DEFINED or UNKNOWN token is its text as is ({TO_PIECE})",
+    checks=("decode", "piece"), shipped_by="ollama (low byte), shimmytok (dropped) on deepseek's "
+    "'<｜begin▁of▁sentence｜>'", headline="special tokens' text decoded through the byte map")
