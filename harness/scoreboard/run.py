@@ -43,6 +43,7 @@ import sys
 import time
 from pathlib import Path
 
+from harness.errors import HarnessError
 from harness.reports.scoreboard import README_BEGIN, html_page, json_text, markdown, readme_block, replace_block
 from harness.scoreboard import drift
 from harness.scoreboard.build import build_port
@@ -225,7 +226,11 @@ def portable(text: str, root: Path | None = None, home: str | None = None) -> st
 
 def readme(path: Path, board_json: Path, *, check: bool) -> int:
     """Rewrite (or check) the block between the scoreboard markers in ``path``."""
-    board = json.loads(board_json.read_text(encoding="utf-8"))
+    try:
+        board = json.loads(board_json.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise HarnessError(f"{board_json}: cannot read the scoreboard snapshot ({e}); "
+                           "run `make scoreboard SNAPSHOT=1` to write it, then `make scoreboard-readme`") from None
     text = path.read_text(encoding="utf-8")
     new = replace_block(text, readme_block(board), where=str(path))
     if check:
