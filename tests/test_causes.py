@@ -168,3 +168,23 @@ def test_the_report_lists_causes_first_and_every_finding_carries_its_cause(tmp_p
     html = (tmp_path / "conformance.html").read_text()
     assert html.count("class='cause'") == 1 and "<details><summary>1 more finding(s)" in html
     assert json.loads((tmp_path / "conformance.json").read_text())["causes"][0]["title"] == "bug nel"
+
+
+def test_two_piece_bugs_of_one_token_kind_are_two_signatures(inproc):
+    """Seen on ollama: its piece of a byte-valued token drops the NUL, and its WPM pieces drop
+    the leading space; both are 'normal' tokens, so a signature of the token kind alone made
+    them one unexplained cause. The character where the bytes part, and the edit, split them."""
+    from pathlib import Path
+
+    from harness.engine.vut import VocabUnderTest
+    from reference.vocabs import vocab_path
+
+    ref = inproc("llama-bpe")
+    vut = VocabUnderTest("llama-bpe", Path(vocab_path("llama-bpe")), "p", ref, None)
+    nul = next(i for i in range(300) if ref.token_to_piece(i, special=True) == b"\x00")
+    the = ref.encode(" the", add_special=False, parse_special=False)[0]
+    drop_nul = vut.check_piece(nul, True, got=b"")
+    drop_space = vut.check_piece(the, True, got=b"the")
+    signatures = {vut.signature(drop_nul), vut.signature(drop_space)}
+    assert signatures == {("piece", "drops", "normal token: control"), ("piece", "drops", "normal token: space")}
+    assert len({unexplained_title(s) for s in signatures}) == 2

@@ -182,14 +182,18 @@ class VocabUnderTest:
         ``whitespace``, ``newline``, the class of its first character); where the port adds
         tokens, the position. decode: the kind of token whose output holds the first
         divergent byte, or the class of that byte's character (``invalid-utf8`` ...).
-        piece: the kind of token.
+        piece: the kind of token and the class of the first divergent byte's character, with
+        the edit there, so a port that drops the NUL of a byte piece and one that drops a
+        WPM piece's leading space are two causes, not one.
         """
         d, family = f.divergence, sig.FAMILY[f.check]
-        if f.check == "piece":
-            return (family, "replaces", f"{self.token_kind(f.decoded_ids[0])} token")
-        if f.check == "decode":
+        if f.check in ("piece", "decode"):
             ref, port = bytes(d.reference_ids), bytes(d.port_ids)
             edit = sig.byte_edit(ref, port, d.index)
+        if f.check == "piece":
+            where = "end" if d.index >= len(ref) else sig.class_at(ref, d.index)
+            return (family, edit, f"{self.token_kind(f.decoded_ids[0])} token: {where}")
+        if f.check == "decode":
             if d.index >= len(ref):
                 return (family, edit, "end")
             kind = self.token_kind(self._token_at(f.decoded_ids, d.index, bool(f.unparse_special)))

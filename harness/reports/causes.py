@@ -82,13 +82,24 @@ def unexplained_title(signature: tuple) -> str:
     "unexplained (decode): where llama.cpp's output has an invalid UTF-8 sequence, the port's bytes differ"
     >>> unexplained_title(("encode", "adds", "start"))
     'unexplained (encode): the port adds tokens at the start'
+    >>> unexplained_title(("piece", "drops", "byte token: control"))
+    "unexplained (piece): the port's piece of byte tokens drops a control character llama.cpp's has"
+    >>> unexplained_title(("piece", "drops", "normal token: space"))
+    "unexplained (piece): the port's piece of normal tokens drops a space character llama.cpp's has"
     """
     if len(signature) != 3:
         return f"unexplained: {' / '.join(map(str, signature)) or 'divergence'}"
     family, edit, what = signature
     thing = _WHAT.get(what, f"a {what} character" if family == "decode" else f"a token starting with a {what}")
     if family == "piece":
-        return f"unexplained (piece): the port's piece of {what.removesuffix(' token')} tokens differs"
+        kind, _, where = what.partition(" token: ")
+        char = {"end": "", "invalid-utf8": " an invalid UTF-8 byte"}.get(where, f" a {where} character")
+        if edit == "drops":
+            return f"unexplained (piece): the port's piece of {kind} tokens drops{char} llama.cpp's has"
+        if edit == "adds" or where == "end":
+            return f"unexplained (piece): the port's piece of {kind} tokens adds bytes " + (
+                "past the end of llama.cpp's" if where == "end" else f"before{char}")
+        return f"unexplained (piece): the port's piece of {kind} tokens differs at{char}"
     if edit == "adds":
         where = _WHERE.get(what, f"where llama.cpp has {thing}")
         return f"unexplained ({family}): the port adds {'bytes' if family == 'decode' else 'tokens'} {where}"
