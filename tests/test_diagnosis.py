@@ -86,6 +86,10 @@ def enc(tok, text, add=False, parse=False):
 # name -> (vocab, [(check, input, flags), ...], param, independent adapter (tok, input, a, b) -> output or None).
 # A second case pins the variant among its look-alikes (its port answer may be llama.cpp's own).
 WITNESSES = {
+    # the flag itself ignored: bert-bge's CLS and SEP come without add_special (one cause, not one
+    # per class of the text's first character)
+    "add_special_always": ("bert-bge", [("encode", "Hello world", (False, False))], None,
+                           lambda tok, t, a, p: enc(tok, t, True, p)),
     "add_bos_forced": ("qwen2", [("encode", "Hello world", (True, False))], None,
                        lambda tok, t, a, p: [tok.vocab.bos] + enc(tok, t, a, p)),
     "add_bos_ignored": ("llama-spm", [("encode", "Hello world", (True, False))], None,

@@ -24,7 +24,7 @@ __all__ = ["CATALOGUE", "explain", "markdown_table"]
 #: Every variant, most specific first: the engine names a cause by the first that explains it.
 CATALOGUE: tuple[Variant, ...] = (
     # BOS/EOS and extra tokens: a fixed id, before the variants that read an id off the port
-    S.NO_SPECIALS_ON_EMPTY, S.ADD_BOS_FORCED, S.ADD_BOS_IGNORED, S.ADD_EOS_FORCED, S.ADD_EOS_IGNORED,
+    S.ADD_SPECIAL_ALWAYS, S.NO_SPECIALS_ON_EMPTY, S.ADD_BOS_FORCED, S.ADD_BOS_IGNORED, S.ADD_EOS_FORCED, S.ADD_EOS_IGNORED,
     S.CHAT_TOKEN_AS_BOS, T.CHUNKED,
     # the special-token partition
     S.LSTRIP_IGNORED, S.RSTRIP_IGNORED, S.USER_DEFINED_AS_CONTROL, S.USER_DEFINED_NOT_MATCHED,

@@ -25,7 +25,7 @@ from .base import Variant, encode_exact, titled
 
 __all__ = ["SpecialsVariant", "VocabVariant", "PartitionVariant", "TokenParamVariant", "SPECIALS_NEVER_PARSED",
            "SPECIALS_ALWAYS_PARSED", "LSTRIP_IGNORED", "RSTRIP_IGNORED", "USER_DEFINED_NOT_MATCHED",
-           "USER_DEFINED_AS_CONTROL", "ADD_BOS_IGNORED", "ADD_BOS_FORCED", "ADD_EOS_IGNORED", "ADD_EOS_FORCED",
+           "USER_DEFINED_AS_CONTROL", "ADD_BOS_IGNORED", "ADD_BOS_FORCED", "ADD_SPECIAL_ALWAYS", "ADD_EOS_IGNORED", "ADD_EOS_FORCED",
            "NO_SPECIALS_ON_EMPTY", "CHAT_TOKEN_AS_BOS", "EXTRA_TOKEN", "SPACE_PREFIX_FLIPPED"]
 
 PARTITION = "src/llama-vocab.cpp, llama_vocab::impl::tokenizer_st_partition"
@@ -114,6 +114,13 @@ ADD_EOS_FORCED = SpecialsVariant(
     checks=("encode",), change=_eos_forced,
     needs=lambda tok: not tok.vocab.add_eos and tok.vocab.eos is not None and tok.vocab.vocab_type != "wpm",
     headline="add_special appends EOS though this vocab's add_eos is false")
+ADD_SPECIAL_ALWAYS = SpecialsVariant(
+    name="add_special_always", models="add_special ignored: BOS/EOS (CLS/SEP) added even when add_special is false",
+    rule=f"adds the vocab's BOS/EOS only when the caller's add_special is true ({TOKENIZE})",
+    checks=("encode",), shipped_by="bindings that hard-code add_bos=true (known-port-bugs 17)",
+    change=lambda tok, t, a, p: encode_exact(tok, t, True, p),
+    needs=lambda tok: bool(encode_exact(tok, "", True, False)),
+    headline="add_special=false still adds BOS/EOS")
 NO_SPECIALS_ON_EMPTY = SpecialsVariant(
     name="no_bos_on_empty", models="an empty text gives no ids, even with add_special",
     rule=f"adds BOS/EOS around an empty text too: \"\" with add_special is [BOS] ({TOKENIZE})",
