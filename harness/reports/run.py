@@ -225,7 +225,6 @@ class RunReport:
         drawn in full and its other findings one line each."""
         others = [k for k in c.findings if k != c.example]
         body = [f"{c.title}", f"  diagnosis: {c.diagnosis or 'none: no catalogue variant reproduces it'}"]
-        body += [f"  rule: {c.rule}"] * bool(c.rule)
         body += [f"  shows in: {c.where()}", f"  cases: {c.cases} divergent case(s), "
                  f"{len(c.findings)} finding(s); the smallest:", text_block(self.findings[c.example])]
         if others:
@@ -245,7 +244,9 @@ class RunReport:
             out.append((f"conformance: {len(causes)} cause(s) in {t['divergent_cases']} divergent case(s)",
                         "each cause: what the port gets wrong, its smallest example, where it shows"))
         for c in causes:
-            out.append((f"-{c.id}: {c.title}", self._cause_text(c)))
+            # The section rule holds a short name; the title (what the port does, and llama.cpp's
+            # rule) is the body's first line, where it is not cut or wrapped by the rule.
+            out.append((f"-{c.id}: {c.diagnosis or 'unexplained'}", self._cause_text(c)))
         out += [("conformance: (vocab, flags) x check", LEGEND), (None, summary_table(self.cells))]
         if self.derived:
             out.append((f"-derived vocabs: {len(self.derived)} (not pinned files: built from one)",
