@@ -155,6 +155,8 @@ WITNESSES = {
                              lambda tok, t, a, p: enc(tok, "a") + enc(tok, "1") + enc(tok, "b")),
     "ignore_merges_missing": ("llama-bpe", [("encode", " Việt", (False, False))], None, None),
     "ignore_merges_forced": ("tiny-bpe", [("encode", "abc", (False, False))], None, lambda tok, t, a, p: [5]),
+    # de.kherud:llama 4.2.0 (llama.cpp b4916) on bert-bge: U+0739 (a Syriac mark) kept, so [UNK]
+    "wpm_accents_kept": ("bert-bge", [("encode", "\u0739 a", (False, False))], None, None),
     "merges_by_score": ("aquila", [("encode", "thunderstorm", (False, False))], None, None),
     "merges_by_rank": ("tiny-spm", [("encode", "abc", (False, False))], None, lambda tok, t, a, p: [3, 4, 7]),
     "byte_fallback_missing": ("llama-spm", [("encode", "a\x85b", (False, False))], None, None),

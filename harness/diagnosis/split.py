@@ -25,7 +25,7 @@ from harness.tokenizer.pretokenize import NO_BYTE_ENCODE, REGEX_EXPRS, split_off
 from .base import Variant, cached, titled
 from .specials import VocabVariant
 
-__all__ = ["SessionVariant", "RegexVariant", "SplitSession", "DIGITS_SINGLE", "DIGITS_GROUPS_OF_3",
+__all__ = ["WPM_ACCENTS_KEPT", "SessionVariant", "RegexVariant", "SplitSession", "DIGITS_SINGLE", "DIGITS_GROUPS_OF_3",
            "DIGITS_UNBOUNDED", "CONTRACTIONS_CASE_SENSITIVE", "CONTRACTIONS_CASE_INSENSITIVE", "BYTE_MAPPED_REGEX",
            "IGNORE_MERGES_MISSING", "IGNORE_MERGES_FORCED", "MERGES_BY_SCORE", "MERGES_BY_RANK",
            "BYTE_FALLBACK_MISSING", "words_by_lengths"]
@@ -228,6 +228,17 @@ IGNORE_MERGES_FORCED = VocabVariant(
     checks=("encode",), shipped_by="known-port-bugs 1 (ignore_merges)",
     changes=lambda v: {"ignore_merges": True}, needs=lambda tok: _plain_bpe(tok) and not tok.vocab.ignore_merges,
     headline="words that are tokens taken whole (ignore_merges where the pre type has none)")
+
+
+WPM_ACCENTS_KEPT = VocabVariant(
+    name="wpm_accents_kept", models="WPM strip_accents ignored: no NFD, accent marks kept inside words "
+                                    "(llama.cpp builds before its normalizer options did this)",
+    rule="with strip_accents (BERT's default: as lowercase), WPM normalises to NFD and drops accent marks "
+         "(src/llama-vocab.cpp, llm_tokenizer_wpm_session::preprocess)",
+    checks=("encode",), shipped_by="de.kherud:llama 4.2.0 (llama.cpp b4916) on bert-bge",
+    changes=lambda v: {"strip_accents": False},
+    needs=lambda tok: tok.vocab.vocab_type == "wpm" and tok.vocab.strip_accents,
+    headline="WPM keeps accent marks (strip_accents ignored)")
 
 
 class _ScoreRanks:
