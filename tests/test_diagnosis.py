@@ -177,6 +177,12 @@ WITNESSES = {
                               lambda tok, ids, r, u: b" Hello world"),
     "specials_always_rendered": ("llama-spm", [("decode", (1, 15043, 3186), (False, False))], None,
                                  lambda tok, ids, r, u: b"<s> Hello world"),
+    # @huggingface/transformers on deepseek: the converted tokenizer.json lost BOS's CONTROL type
+    "specials_as_text": ("deepseek-llm", [("decode", (100000, 15), (True, False))], None,
+                         lambda tok, ids, r, u: b"".join(tok.token_to_piece(i, special=True) for i in ids)),
+    # @huggingface/transformers: a piece is decode([id]); aquila cleans ' .' to '.'
+    "piece_is_decode": ("aquila", [("piece", (1968,), (True, False))], None,
+                        lambda tok, ids, s, _: tok.token_to_piece(ids[0]).replace(b" .", b".")),
     "specials_never_rendered": ("llama-spm", [("piece", (1,), (True, False))], None, lambda tok, ids, s, _: b""),
     "byte_token_as_text": ("llama-spm", [("piece", (13,), (False, False))], None, lambda tok, ids, s, _: b"<0x0A>"),
     "byte_token_as_codepoint": ("llama-spm", [("piece", (0xE3 + 3,), (False, False))], None,

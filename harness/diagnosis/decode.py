@@ -26,7 +26,7 @@ from .base import Case, Variant, cached, titled
 __all__ = ["BytesVariant", "DecodeVocabVariant", "PieceVariant", "DECODE_LOSSY", "DECODE_DROPS_INVALID",
            "NO_CLEAN_SPACES", "CLEAN_SPACES_FORCED", "LEADING_SPACE_KEPT", "LEADING_SPACE_STRIPPED_AFTER_BOS",
            "STRIPS_LEADING_SPACE", "BYTE_AS_CODEPOINT", "BYTE_AS_TEXT", "SPECIALS_ALWAYS_RENDERED",
-           "SPECIALS_NEVER_RENDERED", "REMOVE_SPECIAL_IGNORED", "REMOVE_SPECIAL_FORCED", "PieceBufferVariant",
+           "SPECIALS_NEVER_RENDERED", "SPECIALS_AS_TEXT", "PIECE_IS_DECODE", "REMOVE_SPECIAL_IGNORED", "REMOVE_SPECIAL_FORCED", "PieceBufferVariant",
            "PIECE_FIXED_BUFFER", "DECODE_DROPS_LONG_PIECES",
            "ByteMapVariant", "UNMAPPED_CODEPOINT", "SPECIAL_TEXT_BYTE_DECODED"]
 
@@ -204,6 +204,44 @@ REMOVE_SPECIAL_FORCED = PieceVariant(
     rule=f"drops the leading BOS / trailing EOS only with remove_special ({DETOKENIZE})",
     checks=("decode",), remove=lambda asked: True, needs=lambda tok: tok.vocab.add_bos or tok.vocab.add_eos,
     headline="decode drops BOS/EOS without remove_special")
+
+
+SPECIALS_AS_TEXT = PieceVariant(
+    name="specials_as_text", models="control tokens decoded as plain text: never removed, always printed "
+                                    "(their CONTROL type lost, e.g. in a tokenizer.json conversion)",
+    rule=f"remove_special drops a leading BOS / trailing EOS, and CONTROL pieces are empty without "
+         f"unparse_special ({DETOKENIZE}; {TO_PIECE})",
+    checks=("decode",), shipped_by="@huggingface/transformers 4.3.2 on deepseek-llm/deepseek-coder (BOS printed)",
+    special=lambda asked: True, remove=lambda asked: False, needs=lambda tok: tok.vocab.add_bos or tok.vocab.add_eos,
+    headline="control tokens decoded as text (never removed, always printed)")
+
+
+@dataclass(frozen=True, kw_only=True)
+class PieceAsDecodeVariant(Variant):
+    """``token_to_piece(id)`` answered by decoding ``[id]``: detokenize's leading-space strip and
+    clean_spaces reach single pieces."""
+
+    needs: Callable = lambda tok: True
+    headline: str = ""
+
+    def applies(self, tok) -> bool:
+        return tok.vocab.vocab_type != "none" and bool(self.needs(tok))
+
+    def piece(self, tok, id, special):
+        return tok.decode([id], remove_special=False, unparse_special=special)
+
+    def title(self, cases) -> str:
+        return titled(self.headline, self.rule)
+
+
+PIECE_IS_DECODE = PieceAsDecodeVariant(
+    name="piece_is_decode", models="token_to_piece answered by decode([id]): a lone piece loses its leading "
+                                   "space (SPM) or has its spaces cleaned (' .' -> '.')",
+    rule=f"token_to_piece is the token's own bytes; only detokenize strips the first leading space and "
+         f"cleans spaces ({TO_PIECE})",
+    checks=("piece",), shipped_by="@huggingface/transformers 4.3.2 (decode([id])) on llama-spm, phi-3, aquila",
+    needs=lambda tok: tok.vocab.add_space_prefix or tok.vocab.clean_spaces,
+    headline="token_to_piece is decode([id]) (a lone piece's leading space stripped or spaces cleaned)")
 
 
 # --- a fixed-size piece buffer: llama_token_to_piece's negative size ignored ------------------
