@@ -54,15 +54,16 @@ def test_drift_classes_agree_with_the_tables_they_come_from():
 _FIND = settings(database=None, max_examples=2000, deadline=None)
 
 
-def test_every_drift_class_is_drawn_and_shrinks_to_the_bare_character():
-    for name in drift.ORDER:
-        first = drift.nth(name, 0)
-        members = set(map(chr, _members(name)))
-        # A member of the class, in any context, is found and shrinks to one bare member (the
-        # first of the smallest class that shares it, when classes overlap).
-        found = find(drift.drift_in_context, lambda s, m=members: any(c in m for c in s), settings=_FIND)
-        assert len(found) == 1 and found in members, (name, found)
-        assert first in members
+# One test per class (they are independent, and each search takes seconds: xdist spreads them).
+@pytest.mark.parametrize("name", drift.ORDER)
+def test_every_drift_class_is_drawn_and_shrinks_to_the_bare_character(name):
+    first = drift.nth(name, 0)
+    members = set(map(chr, _members(name)))
+    # A member of the class, in any context, is found and shrinks to one bare member (the
+    # first of the smallest class that shares it, when classes overlap).
+    found = find(drift.drift_in_context, lambda s, m=members: any(c in m for c in s), settings=_FIND)
+    assert len(found) == 1 and found in members, (name, found)
+    assert first in members
     assert strategies.FAMILIES["unicode_drift"] is drift.drift_in_context
 
 
