@@ -217,21 +217,14 @@ SPECIALS_AS_TEXT = PieceVariant(
 
 
 @dataclass(frozen=True, kw_only=True)
-class PieceAsDecodeVariant(Variant):
+class PieceAsDecodeVariant(BytesVariant):
     """``token_to_piece(id)`` answered by decoding ``[id]``: detokenize's leading-space strip and
     clean_spaces reach single pieces."""
 
-    needs: Callable = lambda tok: True
-    headline: str = ""
-
-    def applies(self, tok) -> bool:
-        return tok.vocab.vocab_type != "none" and bool(self.needs(tok))
+    change: Callable = None
 
     def piece(self, tok, id, special):
         return tok.decode([id], remove_special=False, unparse_special=special)
-
-    def title(self, cases) -> str:
-        return titled(self.headline, self.rule)
 
 
 PIECE_IS_DECODE = PieceAsDecodeVariant(
