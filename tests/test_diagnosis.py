@@ -376,3 +376,28 @@ def test_a_faulty_digits_port_on_a_bpe_vocab_is_told_apart_by_a_special_token(to
         for t, p in (("12345", False), ("<|reserved_special_token_5|>", True))]
     assert [v.name for v in explain(tok, cases[:1])][:2] == ["digits_single", "digits_encoded_apart"]
     assert explain(tok, cases)[0].name == "digits_encoded_apart"
+
+
+def test_a_binding_s_one_buffer_is_one_cause_across_vocabs(toks):
+    """llama-cpp-python's 32-byte piece buffer: falcon's shrunk case (one 65-byte piece lost)
+    fits any buffer below 65 bytes, gpt-2's (a 64-byte piece lost, a 5-byte one kept) 8 to 32;
+    each finding keeps every size, so the report's cover names the one both share."""
+    from harness.reports.causes import group_causes
+    from harness.reports.diff import first_byte_divergence
+    from harness.reports.finding import Finding
+
+    def finding(vocab, ids):
+        tok = toks(vocab)
+        port = b"".join(p for p in (tok.token_to_piece(i) for i in ids) if len(p) <= 32)
+        case = Case("decode", tuple(ids), (False, False), port)
+        explanations = tuple((f"{v.name}:{v.param}" if v.param is not None else v.name, v.title([case]), v.rule)
+                             for v in explain(tok, [case]))
+        return Finding("decode", vocab, None, False, False, "", first_byte_divergence(tok.decode(ids), port),
+                       "p", {}, tuple(ids), explanations=explanations, cases=3)
+
+    falcon = finding("falcon", [58741])
+    gpt2 = finding("gpt-2", [23926, 15496])
+    assert {"decode_drops_long_pieces:64", "decode_drops_long_pieces:32"} <= {e[0] for e in falcon.explanations}
+    assert "decode_drops_long_pieces:64" not in {e[0] for e in gpt2.explanations}
+    (cause,) = group_causes([falcon, gpt2])
+    assert cause.key == ("diagnosis", "decode_drops_long_pieces:32") and "32 bytes" in cause.title

@@ -144,7 +144,9 @@ class Variant:
     llama.cpp does instead and where at the pin; ``checks`` the families it can
     explain; ``shipped_by`` the real ports that shipped it (docs/known-port-bugs);
     ``param`` the free parameter a bound variant inferred from the cases (a code
-    point, a token id, a chunk size), else None.
+    point, a token id, a chunk size), else None; ``every_param``: explain keeps every
+    value that reproduces the cases, not only the first (a buffer size that a vocab's
+    cases cannot pin down, so a report can pick the one that explains every vocab).
     """
 
     name: str
@@ -153,6 +155,7 @@ class Variant:
     checks: tuple[str, ...]
     shipped_by: str = ""
     param: Any = None
+    every_param: bool = False
 
     # --- what the engine calls ---------------------------------------------------------
     def applies(self, tok) -> bool:

@@ -83,7 +83,8 @@ def explain(tok, cases: Sequence[Case]) -> list[Variant]:
     """Every applicable variant whose output equals port_output on ALL cases, in catalogue order.
 
     A variant with a free parameter comes back bound to the first value (inferred from
-    the cases) that reproduces them all. No cases: nothing to explain.
+    the cases) that reproduces them all, or to each such value if it says ``every_param``.
+    No cases: nothing to explain.
 
     >>> explain(None, [])
     []
@@ -99,7 +100,8 @@ def explain(tok, cases: Sequence[Case]) -> list[Variant]:
         for bound in variant.candidates(tok, cases):
             if _reproduces(bound, tok, cases, divergent):
                 found.append(bound)
-                break
+                if not variant.every_param:
+                    break
     return found
 
 

@@ -241,11 +241,14 @@ PIECE_IS_DECODE = PieceAsDecodeVariant(
 
 def _overflowed(tok, cases) -> list[int]:
     """Buffer sizes the cases point at, largest first: a piece answer's length when it ends in
-    NUL padding; for decode, the largest power of two (>= 8) below the case's longest piece.
+    NUL padding; for decode, every power of two (>= 8) below the case's longest piece. Not
+    only the largest: a case whose longest piece has 100 bytes is as much a 32-byte buffer's
+    as a 64-byte one's, and on another vocab a 40-byte piece tells them apart, so the causes
+    of one binding meet under the size that explains them all.
 
     >>> class T: token_to_piece = lambda self, i, special: b"x" * i; n_vocab = 100
     >>> _overflowed(T(), [Case("decode", (3, 40), (False, False), b"xxx")])
-    [32]
+    [32, 16, 8]
     """
     sizes = set()
     for c in cases:
@@ -256,10 +259,9 @@ def _overflowed(tok, cases) -> list[int]:
             longest = max((len(tok.token_to_piece(i, special=True)) for i in c.input
                            if 0 <= i < tok.n_vocab), default=0)
             n = 8
-            while n * 2 < longest:
-                n *= 2
-            if longest > n:
+            while n < longest:
                 sizes.add(n)
+                n *= 2
     return sorted(sizes, reverse=True)
 
 
@@ -305,6 +307,7 @@ PIECE_FIXED_BUFFER = PieceBufferVariant(
 DECODE_DROPS_LONG_PIECES = PieceBufferVariant(
     name="decode_drops_long_pieces", models="decode joins token_to_piece calls into a fixed-size buffer: "
                                            "pieces longer than it are lost", rule=_BUFFER_RULE, checks=("decode",),
+    every_param=True,
     shipped_by="known-port-bugs 25 (64-space token); llama-cpp-python 0.3.36 (32 bytes)")
 
 
