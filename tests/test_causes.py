@@ -188,3 +188,33 @@ def test_two_piece_bugs_of_one_token_kind_are_two_signatures(inproc):
     signatures = {vut.signature(drop_nul), vut.signature(drop_space)}
     assert signatures == {("piece", "drops", "normal token: control"), ("piece", "drops", "normal token: space")}
     assert len({unexplained_title(s) for s in signatures}) == 2
+
+
+def test_a_forced_bos_met_with_a_bug_no_test_case_shows_alone_is_no_third_cause():
+    """tiktoken on qwen2, add_special: every case has the forced BOS (add_bos_forced); the ones
+    with a [PAD…] token's text also have it tokenized as text (user_defined_as_control), which
+    no case of this test shows alone. Such a case belongs to the known cause: with its BOS
+    taken off, the catalogue names the rest."""
+    from harness.diagnosis import Case
+    from harness.diagnosis.specials import USER_DEFINED_AS_CONTROL
+    from harness.engine.diagnoser import Diagnoser
+    from harness.reports.diff import first_divergence
+    from reference.vocabs import vocab_path
+
+    d = Diagnoser(vocab_path("qwen2"))
+    tok, bos = d.tok, d.tok.vocab.bos
+
+    def finding(text, port):
+        ref = tok.encode(text, add_special=True, parse_special=False)
+        return Finding("encode", "qwen2", "QWEN2", True, False, text, first_divergence(ref, port))
+
+    plain = finding("Hello", (bos, *tok.encode("Hello", add_special=True, parse_special=False)))
+    ((key, _title, _rule), *_) = d.diagnose([plain])
+    assert key == "add_bos_forced"
+    text = "a[PAD151900]"
+    both = finding(text, (bos, *USER_DEFINED_AS_CONTROL.output(tok, Case("encode", text, (True, False), ()))))
+    assert not d.explains((key,), both)
+    assert d.together([(key,)], both) == 0
+    # a case the forced BOS does not account for stays out
+    other = finding(text, tuple(tok.encode(text, add_special=True, parse_special=False)) + (0,))
+    assert d.together([(key,)], other) is None

@@ -45,6 +45,10 @@ class SpecialsVariant(Variant):
     change: Callable
     needs: Callable = lambda tok: True
     headline: str = ""
+    # ``undo(tok, ids, text, add, parse) -> ids | None``: a port's answer with this bug's own
+    # tokens taken off again, None where they are not there. It lets a case with this bug and
+    # another one at once (the other diagnosed from what is left) go to known causes.
+    undo: Callable | None = None
 
     def applies(self, tok) -> bool:
         return tok.vocab.vocab_type in _TYPES_WITH_BOS and bool(self.needs(tok))
@@ -90,6 +94,31 @@ def _eos_forced(tok, text, add, parse):
     return out + (v.eos,) if add and out[-1:] != (v.eos,) else out
 
 
+def _undo_bos(tok, ids, text, add, parse):
+    bos = tok.vocab.bos
+    return tuple(ids[1:]) if add and tuple(ids[:1]) == (bos,) else None
+
+
+def _undo_eos(tok, ids, text, add, parse):
+    eos = tok.vocab.eos
+    return tuple(ids[:-1]) if add and tuple(ids[-1:]) == (eos,) else None
+
+
+def _undo_wrapper(tok, ids, text, add, parse):
+    """The ids without what add_special=true would have put around the text (CLS/SEP, BOS/EOS)."""
+    if add:
+        return None
+    full, plain = encode_exact(tok, text, True, parse), encode_exact(tok, text, False, parse)
+    for head in range(len(full) - len(plain) + 1):
+        if full[head:head + len(plain)] == plain:
+            tail = len(full) - len(plain) - head
+            ids = tuple(ids)
+            if ids[:head] == full[:head] and (tail == 0 or ids[len(ids) - tail:] == full[len(full) - tail:]):
+                return ids[head:len(ids) - tail]
+            return None
+    return None
+
+
 ADD_BOS_IGNORED = SpecialsVariant(
     name="add_bos_ignored", models="add_special adds no BOS although the vocab's add_bos is true",
     rule=f"adds BOS (WPM: CLS) first when add_special and add_bos ({TOKENIZE})",
@@ -101,7 +130,7 @@ ADD_BOS_FORCED = SpecialsVariant(
     rule=f"adds BOS only when the vocab's add_bos is true (tokenizer.ggml.add_bos_token, pre-type defaults) "
          f"({TOKENIZE})",
     checks=("encode",), shipped_by="known-port-bugs 17 (BOS defaults); transformers on deepseek-coder",
-    change=_bos_forced, needs=lambda tok: not tok.vocab.add_bos and tok.vocab.bos is not None,
+    change=_bos_forced, needs=lambda tok: not tok.vocab.add_bos and tok.vocab.bos is not None, undo=_undo_bos,
     headline="add_special prepends BOS though this vocab's add_bos is false")
 ADD_EOS_IGNORED = SpecialsVariant(
     name="add_eos_ignored", models="add_special adds no EOS although the vocab's add_eos is true",
@@ -111,7 +140,7 @@ ADD_EOS_IGNORED = SpecialsVariant(
 ADD_EOS_FORCED = SpecialsVariant(
     name="add_eos_forced", models="add_special appends EOS although the vocab's add_eos is false",
     rule=f"appends EOS only when the vocab's add_eos is true ({TOKENIZE})",
-    checks=("encode",), change=_eos_forced,
+    checks=("encode",), change=_eos_forced, undo=_undo_eos,
     needs=lambda tok: not tok.vocab.add_eos and tok.vocab.eos is not None and tok.vocab.vocab_type != "wpm",
     headline="add_special appends EOS though this vocab's add_eos is false")
 ADD_SPECIAL_ALWAYS = SpecialsVariant(
@@ -119,7 +148,7 @@ ADD_SPECIAL_ALWAYS = SpecialsVariant(
     rule=f"adds the vocab's BOS/EOS only when the caller's add_special is true ({TOKENIZE})",
     checks=("encode",), shipped_by="bindings that hard-code add_bos=true (known-port-bugs 17)",
     change=lambda tok, t, a, p: encode_exact(tok, t, True, p),
-    needs=lambda tok: bool(encode_exact(tok, "", True, False)),
+    needs=lambda tok: bool(encode_exact(tok, "", True, False)), undo=_undo_wrapper,
     headline="add_special=false still adds BOS/EOS")
 NO_SPECIALS_ON_EMPTY = SpecialsVariant(
     name="no_bos_on_empty", models="an empty text gives no ids, even with add_special",

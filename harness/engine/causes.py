@@ -127,7 +127,7 @@ class CauseFinder:
     def _met(self, f) -> Cause | None:
         """The known cause that, met with another known cause, reproduces ``f``."""
         explained = [c for c in self.causes if c.keys]
-        if len(explained) < 2:
+        if not explained:  # one known cause may meet a bug the catalogue names from what it leaves
             return None
         k = self.diagnoser.together([c.keys for c in explained], f)
         return None if k is None else explained[k]
