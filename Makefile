@@ -111,8 +111,9 @@ coverage: reference $(VENV)/.coverage
 	$(PY) -m harness.coverage --profile $${HYPOTHESIS_PROFILE:-ci} --jobs $(JOBS)
 
 # Every port of ports/*/*/port.json built (its build.sh) and run on the engine, one after the
-# other (PORTS="ollama shimmytok" selects, BUDGET= each run's budget, default 90s; JOBS= each run's
-# workers): reports/scoreboard.{json,md,html}, each port's reports in reports/scoreboard/<port>/.
+# other (PORTS="ollama shimmytok" selects; BUDGET= each run's wall-time budget, default none: the
+# profile's counts; JOBS= each run's workers): reports/scoreboard.{json,md,html}, each port's
+# reports in reports/scoreboard/<port>/.
 # SNAPSHOT=1 also copies scoreboard.json/.md into docs/ (then run make scoreboard-readme).
 scoreboard: reference scoreboard-deps
 	$(CLI) scoreboard --out $(REPORTS) --jobs $(JOBS) $(if $(PORTS),--ports $(PORTS),) $(if $(SNAPSHOT),--snapshot,)
