@@ -141,6 +141,10 @@ WITNESSES = {
                      lambda tok, t, a, p: enc(tok, "ab", a, p)),
     "nfc_input": ("qwen2", [("encode", "e\u0301", (False, False))], None, lambda tok, t, a, p: enc(tok, "é", a, p)),
     "nfkc_input": ("qwen2", [("encode", "a²b", (False, False))], None, lambda tok, t, a, p: enc(tok, "a2b", a, p)),
+    # candle-core 0.11.1: pre types it does not know get GPT-2's ByteLevel (its regexes, a prefix space)
+    "prefix_space_added": ("gpt-2", [("encode", "Hello", (False, False))], None,
+                           lambda tok, t, a, p: enc(tok, " " + t, a, p)),
+    "pre_type_gpt2_fallback": ("aquila", [("encode", " \n:", (False, False))], None, None),
     "contractions_case_sensitive": ("qwen2", [("encode", "x'Some", (False, False))], None, None),
     "contractions_case_insensitive": ("gpt-2", [("encode", "x'Some", (False, False))], None,
                                       lambda tok, t, a, p: enc(tok, "x") + enc(tok, "'S") + enc(tok, "ome")),

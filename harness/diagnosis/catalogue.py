@@ -33,12 +33,13 @@ CATALOGUE: tuple[Variant, ...] = (
     *WHITESPACE_VARIANTS, *DIGIT_VARIANTS, *VERSION_VARIANTS,
     # one code point read as another (narrow transforms before the normal forms that include them)
     T.CRLF_FOLDED, T.CURLY_APOSTROPHE, T.NATIVE_DIGITS, T.CHAR_AS_SPACE, T.CHAR_DROPPED,
-    T.NFC_INPUT, T.NFKC_INPUT,
+    T.NFC_INPUT, T.NFKC_INPUT, T.PREFIX_SPACE_ADDED,
     # an extra token read off the port's answer: late, a single short case can look like it by chance
     S.EXTRA_TOKEN,
     # the pre-tokenizer's regex
     P.CONTRACTIONS_CASE_SENSITIVE, P.CONTRACTIONS_CASE_INSENSITIVE,
     P.DIGITS_SINGLE, P.DIGITS_GROUPS_OF_3, P.DIGITS_UNBOUNDED, T.DIGITS_APART,
+    P.PRE_GPT2_FALLBACK,  # broader than the digit variants: after them
     # merging
     P.IGNORE_MERGES_MISSING, P.IGNORE_MERGES_FORCED, P.MERGES_BY_SCORE, P.MERGES_BY_RANK,
     P.WPM_ACCENTS_KEPT,

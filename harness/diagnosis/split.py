@@ -20,12 +20,12 @@ from typing import Callable
 from harness.tokenizer import Tokenizer
 from harness.tokenizer import unicode as U
 from harness.tokenizer.algorithms import bpe, spm
-from harness.tokenizer.pretokenize import NO_BYTE_ENCODE, REGEX_EXPRS, split_offsets, split_words
+from harness.tokenizer.pretokenize import NO_BYTE_ENCODE, REGEX_EXPRS, byte_encodes, split_offsets, split_words
 
 from .base import Variant, cached, titled
 from .specials import VocabVariant
 
-__all__ = ["WPM_ACCENTS_KEPT", "SessionVariant", "RegexVariant", "SplitSession", "DIGITS_SINGLE", "DIGITS_GROUPS_OF_3",
+__all__ = ["WPM_ACCENTS_KEPT", "PRE_GPT2_FALLBACK", "SessionVariant", "RegexVariant", "SplitSession", "DIGITS_SINGLE", "DIGITS_GROUPS_OF_3",
            "DIGITS_UNBOUNDED", "CONTRACTIONS_CASE_SENSITIVE", "CONTRACTIONS_CASE_INSENSITIVE", "BYTE_MAPPED_REGEX",
            "IGNORE_MERGES_MISSING", "IGNORE_MERGES_FORCED", "MERGES_BY_SCORE", "MERGES_BY_RANK",
            "BYTE_FALLBACK_MISSING", "words_by_lengths"]
@@ -229,6 +229,17 @@ IGNORE_MERGES_FORCED = VocabVariant(
     changes=lambda v: {"ignore_merges": True}, needs=lambda tok: _plain_bpe(tok) and not tok.vocab.ignore_merges,
     headline="words that are tokens taken whole (ignore_merges where the pre type has none)")
 
+
+PRE_GPT2_FALLBACK = VocabVariant(
+    name="pre_type_gpt2_fallback", models="the pre type's regexes replaced by GPT-2's (a pre type the port does "
+                                          "not know falls back to GPT-2 instead of failing)",
+    rule="each pre type splits with its own regexes; an unknown pre type is an error, never GPT-2 "
+         "(src/llama-vocab.cpp, llm_tokenizer_bpe; llama_vocab::impl::load: unknown pre-tokenizer type)",
+    checks=("encode",), shipped_by="candle-core 0.11.1 (TokenizerFromGguf: GPT-2 ByteLevel for pre types it "
+                                   "does not know)",
+    changes=lambda v: {"pre_type": "GPT2"},
+    needs=lambda tok: _plain_bpe(tok) and tok.vocab.pre_type != "GPT2" and byte_encodes(tok.vocab.pre_type),
+    same_session=False, headline="the pre-tokenizer falls back to GPT-2's regexes")
 
 WPM_ACCENTS_KEPT = VocabVariant(
     name="wpm_accents_kept", models="WPM strip_accents ignored: no NFD, accent marks kept inside words "

@@ -24,7 +24,8 @@ from harness.tokenizer import unicode as U
 from .base import Variant, cp_name, encode_exact, texts, titled, with_specials
 
 __all__ = ["TextVariant", "CharVariant", "Chunked", "DigitsApart", "NFC_INPUT", "NFKC_INPUT", "CRLF_FOLDED",
-           "CURLY_APOSTROPHE", "NATIVE_DIGITS", "CHAR_AS_SPACE", "CHAR_DROPPED", "CHUNKED", "DIGITS_APART"]
+           "CURLY_APOSTROPHE", "NATIVE_DIGITS", "CHAR_AS_SPACE", "CHAR_DROPPED", "CHUNKED", "DIGITS_APART",
+           "PrefixSpaceVariant", "PREFIX_SPACE_ADDED"]
 
 TOKENIZE = "src/llama-vocab.cpp, llama_vocab::impl::tokenize"
 _VERBATIM = f"tokenizes the text's own bytes, unnormalised ({TOKENIZE})"
@@ -119,6 +120,29 @@ CHAR_DROPPED = CharVariant(
     rule=f"every code point reaches the session; none is dropped before tokenizing ({TOKENIZE})",
     checks=("encode",), transform=lambda t, c: t.replace(c, ""), headline="{cp} dropped from the input")
 
+
+
+@dataclass(frozen=True, kw_only=True)
+class PrefixSpaceVariant(TextVariant):
+    """A space put before the text of a byte-level BPE vocab (Hugging Face ByteLevel's
+    ``add_prefix_space``), unless it starts with one."""
+
+    def applies(self, tok) -> bool:
+        from harness.tokenizer.pretokenize import byte_encodes
+        return tok.vocab.vocab_type == "bpe" and byte_encodes(tok.vocab.pre_type)
+
+    def title(self, cases) -> str:
+        return titled(self.headline, self.rule)
+
+
+PREFIX_SPACE_ADDED = PrefixSpaceVariant(
+    name="prefix_space_added", models="byte-level BPE with a space put before the text (Hugging Face ByteLevel "
+                                      "add_prefix_space=true)",
+    rule="BPE tokenizes the text as given; only SPM/UGM vocabs with add_space_prefix prepend a space "
+         "(src/llama-vocab.cpp, llm_tokenizer_bpe_session::tokenize)",
+    checks=("encode",), shipped_by="candle-core 0.11.1 (TokenizerFromGguf's GPT-2 ByteLevel fallback)",
+    transform=lambda t, _: t if not t or t[0] == " " else " " + t,
+    headline="a space is put before the text (ByteLevel add_prefix_space)")
 
 @dataclass(frozen=True, kw_only=True)
 class Chunked(Variant):
