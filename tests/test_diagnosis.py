@@ -135,6 +135,8 @@ WITNESSES = {
                          lambda tok, t, a, p: enc(tok, "it's", a, p)),
     "native_digits_ascii": ("qwen2", [("encode", "a٣b", (False, False))], None,
                             lambda tok, t, a, p: enc(tok, "a3b", a, p)),
+    "leading_whitespace_stripped": ("gpt-2", [("encode", "\u3000\ta", (False, False))], None,
+                                    lambda tok, t, a, p: enc(tok, "a", a, p)),
     "char_read_as_space": ("qwen2", [("encode", "a\x85b", (False, False))], "\x85",
                            lambda tok, t, a, p: enc(tok, "a b", a, p)),
     "char_dropped": ("qwen2", [("encode", "a\u200db", (False, False))], "\u200d",

@@ -32,7 +32,7 @@ CATALOGUE: tuple[Variant, ...] = (
     # the platform's Unicode view, smallest class first
     *WHITESPACE_VARIANTS, *DIGIT_VARIANTS, *VERSION_VARIANTS,
     # one code point read as another (narrow transforms before the normal forms that include them)
-    T.CRLF_FOLDED, T.CURLY_APOSTROPHE, T.NATIVE_DIGITS, T.CHAR_AS_SPACE, T.CHAR_DROPPED,
+    T.CRLF_FOLDED, T.CURLY_APOSTROPHE, T.NATIVE_DIGITS, T.LEADING_WHITESPACE_STRIPPED, T.CHAR_AS_SPACE, T.CHAR_DROPPED,
     T.NFC_INPUT, T.NFKC_INPUT, T.PREFIX_SPACE_ADDED,
     # an extra token read off the port's answer: late, a single short case can look like it by chance
     S.EXTRA_TOKEN,

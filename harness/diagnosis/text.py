@@ -25,7 +25,7 @@ from .base import Variant, cp_name, encode_exact, texts, titled, with_specials
 
 __all__ = ["TextVariant", "CharVariant", "Chunked", "DigitsApart", "NFC_INPUT", "NFKC_INPUT", "CRLF_FOLDED",
            "CURLY_APOSTROPHE", "NATIVE_DIGITS", "CHAR_AS_SPACE", "CHAR_DROPPED", "CHUNKED", "DIGITS_APART",
-           "PrefixSpaceVariant", "PREFIX_SPACE_ADDED"]
+           "PrefixSpaceVariant", "PREFIX_SPACE_ADDED", "LEADING_WHITESPACE_STRIPPED"]
 
 TOKENIZE = "src/llama-vocab.cpp, llama_vocab::impl::tokenize"
 _VERBATIM = f"tokenizes the text's own bytes, unnormalised ({TOKENIZE})"
@@ -121,6 +121,16 @@ CHAR_DROPPED = CharVariant(
     checks=("encode",), transform=lambda t, c: t.replace(c, ""), headline="{cp} dropped from the input")
 
 
+
+#: Unicode White_Space: what Rust's trim_start, Java's strip and JavaScript's trimStart (less U+FEFF) take off.
+_LEADING_WHITE_SPACE = re.compile("^[\t-\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+")
+LEADING_WHITESPACE_STRIPPED = TextVariant(
+    name="leading_whitespace_stripped", models="leading whitespace trimmed off the text (trim_start) before it "
+                                               "is tokenized",
+    rule=f"every byte of the text is tokenized, leading whitespace included ({TOKENIZE})",
+    checks=("encode",), shipped_by="shimmytok 0.8.4 on gpt-2 and mpt ('\\na' gives [64])",
+    transform=lambda t, _: _LEADING_WHITE_SPACE.sub("", t),
+    headline="leading whitespace trimmed off the text")
 
 @dataclass(frozen=True, kw_only=True)
 class PrefixSpaceVariant(TextVariant):
