@@ -87,6 +87,16 @@ def test_cases_with_two_bugs_at_once_belong_to_the_two_causes_not_to_a_third():
     assert sum(f.cases for f in findings) == 50
 
 
+def test_a_bug_seen_only_with_another_is_diagnosed_once_shrunk_apart():
+    """The faulty port's digits and NEL bugs on llama-bpe: a group's first case shows one bug,
+    later ones only both at once. The case that seeds a new cause is unexplained as it came
+    (two bugs); shrunk it shows the second bug alone, and that is what gets diagnosed."""
+    texts = [f"q{'w' * n}x" for n in range(10)] + [f"xa{'b' * n}z" for n in range(10)]
+    findings = hunt_over(texts, Diagnoser())
+    assert sorted((f.text, f.diagnosis) for f in findings) == [("x", ("x_as_y",)), ("z", ("drops_z",))]
+    assert sum(f.cases for f in findings) == 20
+
+
 def test_two_bugs_behind_one_signature_come_out_as_two_causes():
     texts = [f"q{'w' * n}x" for n in range(30)] + [f"e{'r' * n}z" for n in range(30)]
     findings = hunt_over(texts, Diagnoser())

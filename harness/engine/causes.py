@@ -183,8 +183,15 @@ class CauseFinder:
                     diagnoses += 1
                     owner = self._seed(x, f, signature, new)
                     self._diagnose(owner, [])
+                elif unexplained is not None:
+                    owner = unexplained
                 else:
-                    owner = unexplained or self._seed(x, f, signature, new)
+                    # Unexplained as it came (two bugs at once, say); shrunk, it may show one
+                    # bug alone, which the catalogue names: diagnose the shrunk example too.
+                    owner = self._seed(x, f, signature, new)
+                    if diagnoses < DIAGNOSES:
+                        diagnoses += 1
+                        self._diagnose(owner, [])
             owner.cases += 1
             owner.replayed += replayed
             reached += 1
