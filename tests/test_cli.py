@@ -236,3 +236,16 @@ def test_ci_command_lines_parse():
                 module.parser().parse_args(prefix + rest)
             else:
                 assert rest == [], (line, rest)
+
+
+@pytest.mark.reference
+def test_diff_says_unsupported_where_the_port_cannot_express_a_check(capsys):
+    """A check the port answers unsupported is neither a port error nor a pass: diff says so."""
+    from harness import diffcmd
+    from reference.build import artifacts
+    require(artifacts)
+    code = diffcmd.main(["--vocab", "qwen2", "--text", "Hello", "--port", _faulty("--refuse decode")])
+    out = capsys.readouterr().out
+    assert "encode: same as llama.cpp" in out
+    assert "decode of llama.cpp's ids: unsupported (not checked):" in out and "port error" not in out
+    assert code == 0
