@@ -115,7 +115,10 @@ coverage: reference $(VENV)/.coverage
 # profile's counts; JOBS= each run's workers): reports/scoreboard.{json,md,html}, each port's
 # reports in reports/scoreboard/<port>/.
 # SNAPSHOT=1 also copies scoreboard.json/.md into docs/ (then run make scoreboard-readme).
+# Bindings' causes are checked for drift against the older pin (SCOREBOARD_OLD_PIN, default 4df29be),
+# so its reference is built too (about 5 minutes the first time).
 scoreboard: reference scoreboard-deps
+	PIN=$${SCOREBOARD_OLD_PIN:-4df29be} $(MAKE) --no-print-directory reference
 	$(CLI) scoreboard --out $(REPORTS) --jobs $(JOBS) $(if $(PORTS),--ports $(PORTS),) $(if $(SNAPSHOT),--snapshot,)
 
 # The README's scoreboard table, rewritten from docs/scoreboard.json (tests/test_scoreboard.py checks it).
