@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterable, Sequence
 from harness.errors import HarnessError
 
 __all__ = ["Case", "Variant", "family", "exact", "encode_exact", "with_specials", "cached", "cp_name",
-           "titled", "texts", "FAMILIES"]
+           "titled", "texts", "FAMILIES", "specials_around"]
 
 FAMILIES = ("encode", "decode", "piece")
 _FAMILY_OF = {"encode": "encode", "golden": "encode", "known": "encode", "crosscheck": "encode",
@@ -111,11 +111,18 @@ def with_specials(tok, text, add: bool, parse: bool, body: Sequence[int]) -> tup
     body = tuple(body)
     if not add:
         return body
+    head, tail = specials_around(tok, text, parse)
+    return head + body + tail
+
+
+def specials_around(tok, text, parse: bool) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """``(head, tail)``: the ids add_special puts before and after the text's own ids, read off
+    llama.cpp's answers with and without it."""
     full, plain = encode_exact(tok, text, True, parse), encode_exact(tok, text, False, parse)
     for k in range(len(full) - len(plain) + 1):
         if full[k:k + len(plain)] == plain:
-            return full[:k] + body + full[k + len(plain):]
-    return body  # unreachable for llama.cpp's wrappers (they only add around the text)
+            return full[:k], full[k + len(plain):]
+    return (), ()  # unreachable for llama.cpp's wrappers (they only add around the text)
 
 
 def titled(what: str, rule: str) -> str:

@@ -21,7 +21,7 @@ from typing import Callable
 from harness.tokenizer import Tokenizer
 from harness.tokenizer.vocab import CONTROL, LSTRIP, RSTRIP, UNKNOWN, USER_DEFINED
 
-from .base import Variant, encode_exact, titled
+from .base import Variant, encode_exact, specials_around, titled
 
 __all__ = ["SpecialsVariant", "VocabVariant", "PartitionVariant", "TokenParamVariant", "SPECIALS_NEVER_PARSED",
            "SPECIALS_ALWAYS_PARSED", "LSTRIP_IGNORED", "RSTRIP_IGNORED", "USER_DEFINED_NOT_MATCHED",
@@ -108,16 +108,12 @@ def _undo_wrapper(tok, ids, text, add, parse):
     """The ids without what add_special=true would have put around the text (CLS/SEP, BOS/EOS)."""
     if add:
         return None
-    full, plain = encode_exact(tok, text, True, parse), encode_exact(tok, text, False, parse)
-    for head in range(len(full) - len(plain) + 1):
-        if full[head:head + len(plain)] == plain:
-            tail = len(full) - len(plain) - head
-            ids = tuple(ids)
-            if ids[:head] == full[:head] and (tail == 0 or ids[len(ids) - tail:] == full[len(full) - tail:]):
-                return ids[head:len(ids) - tail]
-            return None
+    head, tail = specials_around(tok, text, parse)
+    ids = tuple(ids)
+    end = len(ids) - len(tail)
+    if end >= len(head) and ids[:len(head)] == head and ids[end:] == tail:
+        return ids[len(head):end]
     return None
-
 
 ADD_BOS_IGNORED = SpecialsVariant(
     name="add_bos_ignored", models="add_special adds no BOS although the vocab's add_bos is true",
