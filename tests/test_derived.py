@@ -69,7 +69,26 @@ def test_vocabs_words_expand_and_unknown_names_fail():
     assert D.label_of("derived:a.x-4.0") == "derived:a.x-4.0"
 
 
-CHEAP = "derived:test derived:rwkv derived:kimi-k2"
+def test_variants_are_pinned_files_with_one_flag_or_added_tokens():
+    """derived:<pinned>+<flag>: the flag set as a real model's GGUF sets it, everything else
+    the base's, so llama.cpp takes the paths no pinned file's metadata takes."""
+    from harness.inputs.derived.catalogue import VARIANTS
+    from harness.tokenizer.gguf import GGUFReader
+    specs = D.specs()
+    for key, (base, _, _) in VARIANTS.items():
+        s = specs[f"derived:{key}"]
+        assert s.kind == "variant" and s.base == base
+    spm, base = GGUFReader(D.path("derived:llama-spm+add_eos")), GGUFReader(D.resolve("llama-spm"))
+    assert spm.get("tokenizer.ggml.add_eos_token") is True and base.get("tokenizer.ggml.add_eos_token") is False
+    assert spm.get("tokenizer.ggml.tokens") == base.get("tokenizer.ggml.tokens")
+    ugm = GGUFReader(D.path("derived:nomic-bert-moe+user_defined"))
+    n = len(GGUFReader(D.resolve("nomic-bert-moe")).get("tokenizer.ggml.tokens"))
+    assert [bytes(t) for t in ugm.get("tokenizer.ggml.tokens")[n:]][:2] == [b"<extra_id_0>", b"<extra_id_1>"]
+    assert list(ugm.get("tokenizer.ggml.token_type")[n:]) == [4] * 4 and len(ugm.get("tokenizer.ggml.scores")) == n + 4
+    assert "added tokens" in D.describe("derived:nomic-bert-moe+user_defined")["description"]
+
+
+CHEAP = "derived:test derived:rwkv derived:kimi-k2 derived:llama-spm+add_eos"
 
 
 @pytest.mark.reference
@@ -85,7 +104,7 @@ def test_cheap_derived_vocabs_run_the_suite_with_zero_divergences(pytester, monk
     derived = report["run"]["derived"]
     assert derived["derived:rwkv"]["derived_from"] == "gpt-2" and derived["derived:kimi-k2"]["kind"] == "pre"
     out = result.stdout.str()
-    assert "derived vocabs: 3" in out or "derived vocabs: 2" in out
+    assert "derived vocabs: 4" in out or "derived vocabs: 3" in out
     assert "derived:kimi-k2  derived from gpt-2 (pre)" in out
     junit = (pytester.path / "reports" / "conformance-junit.xml").read_text()
     assert 'name="conformance_derived_from"' in junit

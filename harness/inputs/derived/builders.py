@@ -41,6 +41,20 @@ def relabel(base: Path, dst: Path, changes: dict) -> Path:
     return dst
 
 
+def add_tokens(base: Path, dst: Path, texts: Iterable[str], token_type: int) -> Path:
+    """``base`` with ``texts`` appended as tokens of ``token_type`` (score 0.0 where the vocab
+    has scores), as the converter appends a model's added tokens."""
+    r = GGUFReader(base)
+    texts = [t.encode() for t in texts]
+    changes = {"tokenizer.ggml.tokens": (T.ARRAY, [bytes(t) for t in r.get("tokenizer.ggml.tokens")] + texts, T.STRING),
+               "tokenizer.ggml.token_type": (T.ARRAY, [int(t) for t in r.get("tokenizer.ggml.token_type")]
+                                             + [token_type] * len(texts), T.INT32)}
+    if "tokenizer.ggml.scores" in r.fields:
+        changes["tokenizer.ggml.scores"] = (T.ARRAY, [float(x) for x in r.get("tokenizer.ggml.scores")]
+                                            + [0.0] * len(texts), T.FLOAT32)
+    return relabel(base, dst, changes)
+
+
 def rwkv_gguf(path, raw_tokens: Iterable[bytes], *, unk: int | None = None, escaped_extra=(),
               name: str = "rwkv-test") -> Path:
     """An RWKV vocab of ``raw_tokens`` (raw bytes, escaped here as the converter does)."""

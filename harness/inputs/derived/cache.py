@@ -46,6 +46,11 @@ def _build_into(spec: Spec, base: Path, dst: Path) -> None:
     kind = r["builder"]
     if kind == "relabel":
         B.relabel(base, dst, {k: (T.STRING, v) for k, v in r["changes"].items()})
+    elif kind == "keys":  # typed values: {"key": ["bool", true]}
+        types = {"bool": T.BOOL, "uint32": T.UINT32, "string": T.STRING}
+        B.relabel(base, dst, {k: (types[t], v) for k, (t, v) in r["changes"].items()})
+    elif kind == "add_tokens":
+        B.add_tokens(base, dst, r["tokens"], r["token_type"])
     elif kind == "whitespace":
         B.whitespace_gguf(base, dst)
     elif kind == "hybriddna":

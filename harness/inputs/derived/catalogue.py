@@ -13,6 +13,10 @@ Each :class:`Spec` says what it is built from and how (a JSON-able ``recipe``):
   the tests' builders over gpt-2's word pieces. ``none``/``no_vocab`` have no tokenizer
   (llama.cpp's tokenize aborts on LLAMA_VOCAB_TYPE_NONE) and ``whitespace`` is covered by
   ``derived:whitespace``.
+* ``derived:<pinned>+<flag>`` (:data:`VARIANTS`): a pinned file with one tokenizer flag the
+  converter writes set the other way, or with added tokens, for the llama.cpp paths no
+  pinned file's metadata takes (BPE and SPM appending EOS, UGM's user-defined-token trie,
+  UGM keeping whitespace runs).
 
 >>> Spec("derived:x", "pre", "gpt-2", {"builder": "relabel"}, "gpt-2 relabelled").label
 'derived:x'
@@ -46,6 +50,36 @@ class Spec:
     def key(self) -> str:
         """The part after ``derived:`` (a pre name or a tokenizer model)."""
         return self.label[len(PREFIX):]
+
+
+#: label key -> (pinned base, recipe, description). Each flag is one a real model's GGUF sets
+#: (the converter writes it from the tokenizer's own config), so each vocab stays faithful.
+VARIANTS = {
+    "qwen2+add_eos": ("qwen2", {"builder": "keys", "changes": {"tokenizer.ggml.add_eos_token": ["bool", True]}},
+                      "qwen2 with tokenizer.ggml.add_eos_token = true (as Qwen3-Embedding's GGUF has): "
+                      "BPE's append_eos and its double-EOS warning"),
+    "llama-spm+add_eos": ("llama-spm", {"builder": "keys", "changes": {"tokenizer.ggml.add_eos_token": ["bool", True]}},
+                          "llama-spm with tokenizer.ggml.add_eos_token = true: SPM appends EOS"),
+    "nomic-bert-moe+user_defined": (
+        "nomic-bert-moe", {"builder": "add_tokens", "token_type": 4,
+                           "tokens": ["<extra_id_0>", "<extra_id_1>", "[toxicity=0]", "\u2581hello\u2581world"]},
+        "nomic-bert-moe plus four USER_DEFINED tokens (added tokens, as the converter types them): "
+        "UGM's user-defined-token trie"),
+    "nomic-bert-moe+keep_whitespace": (
+        "nomic-bert-moe", {"builder": "keys", "changes": {"tokenizer.ggml.remove_extra_whitespaces": ["bool", False]}},
+        "nomic-bert-moe with tokenizer.ggml.remove_extra_whitespaces = false (a SentencePiece normalizer "
+        "that keeps whitespace runs): UGM's per-space escape"),
+}
+
+
+def variant_spec(key: str) -> Spec:
+    """The derived vocab ``derived:<key>`` of :data:`VARIANTS`.
+
+    >>> variant_spec("llama-spm+add_eos").base
+    'llama-spm'
+    """
+    base, recipe, what = VARIANTS[key]
+    return Spec(PREFIX + key, "variant", base, recipe, what)
 
 
 def source_names(tree: Path) -> tuple[list[str], list[str]]:
@@ -111,4 +145,7 @@ def catalogue(tree: Path, pinned: dict[str, Path]) -> dict[str, Spec]:
         if spec.label in out:
             raise HarnessError(f"derived vocab {spec.label!r} would be both a pre name and a tokenizer model")
         out[spec.label] = spec
+    for key, (base, _, _) in VARIANTS.items():
+        if base in pinned:  # a pin without the base file has no such variant
+            out[PREFIX + key] = variant_spec(key)
     return dict(sorted(out.items()))
