@@ -155,7 +155,7 @@ def build(source_dir: Path, *, pinned_tree: bool = True, jobs: int | None = None
 def _shim_command(source_dir: Path, arts: Artifacts) -> list[str]:
     src = Path(source_dir)
     return ["c++", "-std=c++17", "-O2", "-shared", "-fPIC",
-            "-I", str(src / "include"), "-I", str(src / "ggml" / "include"),
+            "-I", str(src / "include"), "-I", str(src / "ggml" / "include"), "-I", str(src / "src"),
             str(SHIM_SOURCE), "-o", str(arts.shim),
             "-L", str(arts.libllama.parent), "-lllama", f"-Wl,-rpath,{arts.libllama.parent}"]
 

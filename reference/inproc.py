@@ -77,6 +77,9 @@ def _declare(lib: ctypes.CDLL) -> None:
                                        c.c_char_p, c.c_int32, c.c_int, c.c_int]),
         "ref_token_to_piece": (c.c_int32, [c.c_void_p, c.c_int32, c.c_char_p, c.c_int32,
                                            c.c_int32, c.c_int]),
+        "ref_detokenize_cxx": (c.c_int32, [c.c_void_p, c.POINTER(c.c_int32), c.c_int32,
+                                           c.c_char_p, c.c_int32, c.c_int]),
+        "ref_cached_piece": (c.c_int32, [c.c_void_p, c.c_int32, c.c_char_p, c.c_int32]),
     }
     for name, (restype, argtypes) in sigs.items():
         fn = getattr(lib, name)
@@ -153,7 +156,9 @@ class InProcessReference:
         return self._encode(data, add_special, parse_special)
 
     def _encode(self, data: bytes, add_special: bool, parse_special: bool) -> list[int]:
-        cap = len(data) + 16
+        # common_tokenize's first guess (llama.cpp's own tools): a text with more tokens
+        # than that takes llama_tokenize's "buffer too small" answer and a second call.
+        cap = len(data) + 2 * int(add_special)
         with self._call_lock:
             for _ in range(3):
                 buf = (ctypes.c_int32 * cap)()
@@ -184,6 +189,34 @@ class InProcessReference:
                     return buf.raw[:n]
                 cap = -n + 1
         raise ReferenceFailure(f"llama_detokenize kept asking for a bigger buffer on {self.path.name}")
+
+    def decode_cxx(self, ids, special: bool = False) -> bytes:
+        """``llama_vocab::detokenize(tokens, special)``, the C++ overload llama.cpp's own
+        samplers call (remove_special false, its own resize loop)."""
+        ids = list(ids)
+        arr = (ctypes.c_int32 * max(len(ids), 1))(*ids)
+        return self._sized("llama_vocab::detokenize", lambda buf, cap: self._lib.ref_detokenize_cxx(
+            self._vocab, arr, len(ids), buf, cap, int(special)))
+
+    def cached_piece(self, id: int) -> bytes:
+        """``llama_vocab::token_to_piece(token)``: the piece cached at load (the grammar's)."""
+        if not 0 <= id < self.n_vocab:
+            raise ReferenceFailure(f"token id {id} out of range [0, {self.n_vocab}) for {self.path.name}")
+        return self._sized("llama_vocab::token_to_piece", lambda buf, cap: self._lib.ref_cached_piece(
+            self._vocab, id, buf, cap))
+
+    def _sized(self, what: str, call) -> bytes:
+        cap = 256
+        with self._call_lock:
+            for _ in range(2):
+                buf = ctypes.create_string_buffer(cap)
+                n = call(buf, cap)
+                if n == self._exception:
+                    raise self._failed(what)
+                if n >= 0:
+                    return buf.raw[:n]
+                cap = -n
+        raise ReferenceFailure(f"{what} kept asking for a bigger buffer on {self.path.name}")
 
     def token_to_piece(self, id: int, special: bool = False) -> bytes:
         """``llama_token_to_piece`` with lstrip=0."""

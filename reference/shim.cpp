@@ -12,12 +12,14 @@
 // they become an error code plus a message the adapter raises.
 
 #include "llama.h"
+#include "llama-vocab.h"  // src/: llama_vocab's C++ overloads (ref_detokenize_cxx, ref_cached_piece)
 
 #include <cstdint>
 #include <cstring>
 #include <exception>
 #include <mutex>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -132,6 +134,40 @@ int32_t ref_token_to_piece(const void * vocab, int32_t token, char * buf, int32_
     try {
         return llama_token_to_piece(static_cast<const llama_vocab *>(vocab), token, buf, length,
                                     lstrip, special != 0);
+    } catch (const std::exception & e) {
+        remember(e.what());
+        return REF_EXCEPTION;
+    }
+}
+
+// llama_vocab's C++ overloads, which llama.cpp's own code calls instead of the C API:
+// detokenize(tokens, special), with its own resize loop (the DRY sampler's), and
+// token_to_piece(token), the piece cached at load (the grammar's). The crosscheck holds
+// them to the C API; both return what they return, copied, or -size when buf is too small.
+int32_t ref_detokenize_cxx(const void * vocab, const int32_t * tokens, int32_t n_tokens,
+                           char * text, int32_t text_len_max, int special) {
+    try {
+        const std::string out = static_cast<const llama_vocab *>(vocab)->detokenize(
+            std::vector<llama_token>(tokens, tokens + n_tokens), special != 0);
+        if ((int64_t) out.size() > text_len_max) {
+            return -(int32_t) out.size();
+        }
+        memcpy(text, out.data(), out.size());
+        return (int32_t) out.size();
+    } catch (const std::exception & e) {
+        remember(e.what());
+        return REF_EXCEPTION;
+    }
+}
+
+int32_t ref_cached_piece(const void * vocab, int32_t token, char * buf, int32_t length) {
+    try {
+        const std::string & piece = static_cast<const llama_vocab *>(vocab)->token_to_piece(token);
+        if ((int64_t) piece.size() > length) {
+            return -(int32_t) piece.size();
+        }
+        memcpy(buf, piece.data(), piece.size());
+        return (int32_t) piece.size();
     } catch (const std::exception & e) {
         remember(e.what());
         return REF_EXCEPTION;

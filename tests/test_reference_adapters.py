@@ -114,3 +114,43 @@ def test_inproc_refuses_out_of_range_id(inproc):
         ref.token_to_piece(ref.n_vocab)
     with pytest.raises(ReferenceFailure):
         ref.decode([ref.n_vocab + 5])
+
+
+@pytest.mark.parametrize("name", ["llama-spm", "qwen2", "bert-bge", "nomic-bert-moe"])
+def test_cxx_overloads_agree_with_the_c_api(name, inproc):
+    """The crosscheck's second half: llama_vocab::detokenize(tokens, special) and the cached
+    token_to_piece(token) give the C API's bytes, here on every golden text's ids."""
+    from harness.engine.checks import overloads_agree
+    ref = inproc(name)
+    for text in vocabs.all_inp_texts()[:40]:
+        for special in (False, True):
+            overloads_agree(ref, ref.encode(text, add_special=True, parse_special=special), special)
+
+
+class _Disagreeing:
+    """A reference whose C++ overload drops the last byte: the check must refuse it."""
+
+    def __init__(self, ref, cxx_bug=False, piece_bug=False):
+        self.ref, self.cxx_bug, self.piece_bug = ref, cxx_bug, piece_bug
+
+    def decode(self, ids, **kw):
+        return self.ref.decode(ids, **kw)
+
+    def decode_cxx(self, ids, special=False):
+        out = self.ref.decode_cxx(ids, special=special)
+        return out[:-1] if self.cxx_bug else out
+
+    def token_to_piece(self, i, special=False):
+        return self.ref.token_to_piece(i, special=special)
+
+    def cached_piece(self, i):
+        return b"?" if self.piece_bug else self.ref.cached_piece(i)
+
+
+@pytest.mark.parametrize("bug", ["cxx_bug", "piece_bug"])
+def test_overloads_check_raises_when_llama_cpp_disagrees_with_itself(bug, inproc):
+    from harness.engine.checks import overloads_agree
+    from harness.errors import ReferenceFailure
+    ref = _Disagreeing(inproc("qwen2"), **{bug: True})
+    with pytest.raises(ReferenceFailure, match="disagrees with itself"):
+        overloads_agree(ref, ref.ref.encode("Hello world"), False)

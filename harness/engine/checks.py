@@ -145,14 +145,32 @@ def pieces(vut, special: bool, make_hunt: Callable) -> None:
     h.finish()
 
 
+def overloads_agree(reference, ids: list[int], special: bool) -> None:
+    """llama_vocab's C++ overloads (the sampler's ``detokenize(tokens, special)``, the
+    grammar's cached ``token_to_piece(token)``) give what the C API gives for ``ids``;
+    a difference is llama.cpp disagreeing with itself, raised (an error cell), not a finding."""
+    from harness.errors import ReferenceFailure
+    c_api = reference.decode(ids, remove_special=False, unparse_special=special)
+    if reference.decode_cxx(ids, special=special) != c_api:
+        raise ReferenceFailure(f"llama_vocab::detokenize(ids, special={special}) differs from llama_detokenize "
+                               f"on ids {ids[:16]}{'…' if len(ids) > 16 else ''}: llama.cpp disagrees with itself")
+    for i in set(ids):
+        if reference.cached_piece(i) != reference.token_to_piece(i, special=True):
+            raise ReferenceFailure(f"llama_vocab::token_to_piece({i}) (cached at load) differs from "
+                                   f"llama_token_to_piece({i}, special=true): llama.cpp disagrees with itself")
+
+
 def crosscheck(vut, cli, flags, make_hunt: Callable, *, sample: int) -> None:
     """``sample`` generated texts through the llama-tokenize CLI against llama.cpp in
-    process, so the in-process oracle cannot drift from what users run."""
+    process, so the in-process oracle cannot drift from what users run; the same ids
+    through llama_vocab's C++ overloads too (:func:`overloads_agree`)."""
 
     from harness.inputs.strategies import materialise, recipes
     add_special, parse_special = flags
 
     def run(text):
+        overloads_agree(vut.reference, vut.reference.encode(text, add_special=add_special,
+                                                             parse_special=parse_special), parse_special)
         if add_special and not vut.reference.add_bos:
             raise PortUnsupported("llama-tokenize adds specials only for vocabs with add_bos")
         expected = vut.reference.encode(text, add_special=add_special, parse_special=parse_special)
