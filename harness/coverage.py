@@ -7,16 +7,21 @@ normal reference build is untouched), runs the conformance suite against it (``P
 phase takes a gcovr snapshot, so every line is attributed to the phase that
 first reached it. Phases: the golden files, the crosscheck, then the
 differential test once per strategy family (``STRATEGY_FAMILIES=<name>``,
-``KNOWN_EXAMPLES=0``), then the fixed known-bug examples.
+``KNOWN_EXAMPLES=0``), then the fixed known-bug examples, then the whole suite on every
+derived vocab (``VOCABS=all-derived``).
 
 Measured code: in ``src/llama-vocab.cpp`` the tokenizer sessions and tokenizers
 (``llm_tokenizer_*``), ``tokenizer_st_partition``, ``tokenize``,
 ``token_to_piece`` and ``detokenize``; all of ``src/unicode.cpp``.
 
 Outputs (``--out``, default ``reports``): ``coverage.json`` (top level
-``lines_covered``, ``lines_total``, ``branches_covered``, ``branches_total``,
-``unreachable`` [{file, line, reason}], ``by_family`` {phase: lines first
-reached}) and ``coverage/index.html`` (gcovr's pages, uncovered lines in red).
+``lines_covered``, ``lines_total``, ``branches_covered``, ``branches_total`` (gcov's
+object-code branches, less exception and no-source-line ones), ``decisions_covered``,
+``decisions_total`` (gcovr's source-level if/switch outcomes), ``unreachable``
+[{file, line, reason}] (a vocab or pre type no vocab has), ``uncovered`` [{file, line,
+function, reason}] (every unreached line, with why: :func:`uncovered_reason`),
+``uncovered_by_reason``, ``by_family`` {phase: lines first reached}) and
+``coverage/index.html`` (gcovr's pages, uncovered lines in red).
 
     python -m harness.coverage --profile ci          # what `make coverage` runs
 
@@ -36,6 +41,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 from harness.errors import HarnessError
@@ -156,8 +162,10 @@ def snapshot(build_dir: Path, source_dir: Path, out_json: Path, html: Path | Non
     # Only libllama's objects: gcov on every ggml object would take minutes per snapshot.
     # Exception-only branches (a throw's landing pads) are not tokenizer logic: excluded.
     objects = build_dir / "src" / "CMakeFiles" / "llama.dir"
+    # --exclude-unreachable-branches drops the branches gcov finds on lines with no source
+    # logic (a closing brace's cleanup); --decisions adds gcovr's source-level if/switch outcomes.
     cmd = [sys.executable, "-m", "gcovr", "--root", str(source_dir), *filters, "--exclude-throw-branches",
-           "--json", str(out_json), str(objects)]
+           "--exclude-unreachable-branches", "--decisions", "--json", str(out_json), str(objects)]
     if html is not None:
         html.parent.mkdir(parents=True, exist_ok=True)
         cmd += ["--html-details", str(html), "--html-title", "llama.cpp tokenizer coverage (conformance suite)"]
@@ -177,6 +185,37 @@ def snapshot(build_dir: Path, source_dir: Path, out_json: Path, html: Path | Non
             count, branches, _ = lines.get(key, (0, [], fn))
             lines[key] = (count + ln["count"], branches + [b["count"] for b in ln.get("branches", [])], fn)
     return lines
+
+
+def decisions(snapshot_json: Path) -> dict:
+    """Source-level decision outcomes (gcovr ``--decisions``) of the measured lines: each
+    ``if``/``while`` counts its true and false outcome, each ``case`` label its one.
+
+    >>> import json, tempfile
+    >>> p = Path(tempfile.mkdtemp()) / "s.json"
+    >>> _ = p.write_text(json.dumps({"files": [{"file": "src/unicode.cpp", "lines": [
+    ...     {"line_number": 1, "function_name": "f", "gcovr/decision": {"type": "conditional", "count_true": 2, "count_false": 0}},
+    ...     {"line_number": 2, "function_name": "f", "gcovr/decision": {"type": "switch", "count": 1}}]}]}))
+    >>> decisions(p)
+    {'decisions_covered': 2, 'decisions_total': 3}
+    """
+    data = json.loads(Path(snapshot_json).read_text(encoding="utf-8"))
+    seen: dict = {}
+    for f in data["files"]:
+        for ln in f["lines"]:
+            dec = ln.get("gcovr/decision")
+            if not dec or ln.get("gcovr/noncode") or not in_scope(f["file"], ln.get("function_name") or ""):
+                continue
+            if dec["type"] == "conditional":
+                outcomes = [dec["count_true"], dec["count_false"]]
+            elif dec["type"] == "switch":
+                outcomes = [dec["count"]]
+            else:  # "uncheckable": gcovr could not tell the outcomes apart on this line
+                continue
+            old = seen.get((f["file"], ln["line_number"]), [0] * len(outcomes))
+            seen[(f["file"], ln["line_number"])] = [a + b for a, b in zip(old, outcomes)]
+    outcomes = [o for v in seen.values() for o in v]
+    return {"decisions_covered": sum(1 for o in outcomes if o > 0), "decisions_total": len(outcomes)}
 
 
 def summarise(lines: dict) -> dict:
@@ -246,21 +285,101 @@ def unreachable(lines: dict, models: set[str], pre_types: set[str],
 
 
 _ABORTS = re.compile(r"\b(GGML_ABORT|GGML_ASSERT|throw|abort)\b")
+_BAD_UTF8 = ("invalid UTF-8: the port protocol's texts are str (always valid UTF-8), so llama.cpp's "
+             "replacement path for invalid bytes takes no case")
+# Lines no input can reach, each for a reason read off the pin's code (and re-checked when a
+# pin moves: a pattern that no longer matches leaves its line as "no reason found").
+# (function name prefix, source line regex, reason)
+WHY_UNREACHED = (
+    ("unicode_cpt_from_utf8(", r'throw std::invalid_argument\("(invalid character|failed to convert)', _BAD_UTF8),
+    ("unicode_cpts_from_utf8(", r"catch \(const std::invalid_argument|\+\+offset;|emplace_back\(0xFFFD\)", _BAD_UTF8),
+    ("llm_tokenizer_ugm_session::normalize_prefix(", r"catch \(std::invalid_argument|\\xEF\\xBF\\xBD", _BAD_UTF8),
+    ("unicode_regex_split_custom_", r"^\s*_add_token\(\+\+pos\);",
+     "the splitter's 'no matches' step: every in-range code point has a nonzero flag "
+     "(unicode_ranges_flags covers U+0000..U+10FFFF, unassigned ones as UNDEFINED), so an earlier "
+     "alternative always matches"),
+    ("unicode_regex_split_custom_kimi_k2(", r"(?s)while \(_get_flags\(pos\)\.is_letter && !unicode_cpt_is_han.*\n\s*pos\+\+;$",
+     "the first letter loop already consumed every non-Han letter, so the second loop's body "
+     "(after 'Continue consuming letters') never runs"),
+    ("unicode_regex_split_custom_kimi_k2(", r"(?s)else if \(has_leading_char\) \{\n.*\n\s*pos--;$",
+     "is_letter_pattern holds only when a non-Han letter follows the optional leading char, so "
+     "has_letters is always true and the backtrack never runs"),
+    ("llm_tokenizer_spm_session::resegment(", r"^\s*resegment\(symbols\[p->second",
+     "a merged SPM symbol's text is always a token (try_add_bigram queues only bigrams whose text is "
+     "one), so resegment returns before it recurses"),
+    ("llm_tokenizer_spm_session::try_add_bigram(", r"^\s*return;",
+     "text_to_token never returns an id >= n_tokens"),
+    ("llm_tokenizer_bpe_session::tokenize(", r"^\s*continue;",
+     "symbols_final holds only symbols with n > 0, so the n == 0 skip never runs"),
+    ("llm_tokenizer_wpm_session::tokenize(", r"^\s*continue;",
+     "preprocess never returns an empty word"),
+    ("llm_tokenizer_ugm_session::normalize(", r"^\s*normalized->append\(space\);",
+     None),  # resolved below: one of the two is treat_whitespace_as_suffix, never set by a GGUF key
+    ("llm_tokenizer_ugm_session::normalize_prefix(", r"return \{ &input\[input_offset\], user_defined",
+     "tokenizer_st_partition splits out every USER_DEFINED token (parse_special or not) before UGM "
+     "normalizes a fragment, so no fragment starts with one"),
+    ("llm_tokenizer_ugm_session::normalize_prefix(", r"return \{ &input\[input_offset\], 0, 0 \}",
+     "normalize calls normalize_prefix only while input_offset < input.size()"),
+    ("llm_tokenizer_rwkv_session::tokenize(", r"token_unk\(\)|position \+= 1;|^\s*continue;",
+     "every RWKV world vocab has a token for each of the 256 bytes, so the trie always matches one"),
+    ("unicode_regex_split(", r'fprintf\(stderr, "(Failed to process regex|Regex error)',
+     "the catch of a regex std::regex cannot compile: every pre type's regexes compile (the derived "
+     "vocabs load each of them)"),
+    ("llama_vocab::tokenize(char const*", r"exceeds int32_t limit|numeric_limits<int32_t>::min",
+     "a tokenization of 2^31 tokens: no text of a conformance run is that long"),
+    ("llama_vocab::impl::token_to_piece(int, char*", r"exceeds int32_t limit",
+     "a piece of 2^31 bytes: no vocab has one"),
+)
+_CLEANUP_ONLY = re.compile(r"^\s*(\}|\};|\{ .*\},?\s*(//.*)?)$")
 
 
-def uncovered_reason(source: list[str], line: int) -> str:
-    """Why an uncovered line (not explained by a missing vocab) is not reached: an abort or
-    throw path (llama.cpp stops there: no conformance case can return through it), a line
-    of such a block, or none found (an input could still reach it: a finding to aim at).
+def _dead(function: str, sources_dir: Path | None) -> bool:
+    """Whether ``function`` has no caller in the pin's ``src/``: its name followed by ``(``
+    appears in the ``.cpp`` files only once (its definition; headers only declare it)."""
+    if sources_dir is None:
+        return False
+    name = function.split("(")[0].split("[")[0].split("::")[-1]
+    if not name:
+        return False
+    uses = sum(len(re.findall(rf"\b{re.escape(name)}\s*\(", f.read_text(encoding="utf-8", errors="replace")))
+               for f in sorted((sources_dir / "src").glob("*.cpp")))
+    return uses <= 1
+
+
+def uncovered_reason(source: list[str], line: int, function: str = "", entered: bool = True,
+                     sources_dir: Path | None = None) -> str:
+    """Why an uncovered line (not explained by a missing vocab) is not reached: a line no
+    input can reach, for a reason in :data:`WHY_UNREACHED`; a function nothing in the pin's
+    ``src/`` calls; a line holding only exception cleanup; an abort or throw path (llama.cpp
+    stops there: no conformance case can return through it); or none found (an input could
+    still reach it: a finding to aim at).
 
     >>> uncovered_reason(["x;", "  GGML_ABORT(0);"], 2)
     'abort/throw path: llama.cpp aborts or throws here, no case can pass through it'
+    >>> uncovered_reason(["int f() {", "  return g();", "}"], 3, "f()").split(":")[0]
+    'exception cleanup only'
     """
     text = source[line - 1] if 0 < line <= len(source) else ""
+    # a pattern with a newline sees the line and the two before it (its context), line last
+    pair = "\n".join(source[max(0, line - 3):max(0, line - 1)] + [text])
+    for prefix, pattern, reason in WHY_UNREACHED:
+        if function.startswith(prefix) and reason and (re.search(pattern, text) or
+                                                       ("\\n" in pattern and re.search(pattern, pair))):
+            return reason
+    if function.startswith("llm_tokenizer_ugm_session::normalize(") and "append(space)" in text:
+        before = " ".join(source[max(0, line - 3):line - 1])
+        if "shall_append_space" in before:
+            return ("treat_whitespace_as_suffix: no GGUF key sets it at this pin (llama_vocab::impl::load "
+                    "leaves it false), so shall_append_space is never true")
+    if function and not entered and _dead(function, sources_dir):
+        return "dead code: nothing in the pin's src/ calls this function"
+    if entered and _CLEANUP_ONLY.match(text):
+        return ("exception cleanup only: at -O0 gcov puts the landing pad that destroys the locals (or an "
+                "initializer list's temporaries) on this line; the normal path ran on the lines before it")
     if _ABORTS.search(text):
         return "abort/throw path: llama.cpp aborts or throws here, no case can pass through it"
     nxt = " ".join(source[line:line + 2])
-    if _ABORTS.search(nxt) and text.strip().endswith("{"):
+    if _ABORTS.search(nxt) and (text.strip().endswith("{") or text.strip().startswith(("case ", "default:"))):
         return "guard of an abort/throw path"
     return "no reason found: no input of the run reached it"
 
@@ -356,16 +475,23 @@ def main(argv: list[str] | None = None) -> int:
     sources = {f: (source / f).read_text(encoding="utf-8", errors="replace").splitlines() for f in FILES}
     unreach = unreachable(lines, models, pres, sources)
     why = {(u["file"], u["line"]): u["reason"] for u in unreach}
-    report = {**summarise(lines), "profile": args.profile, "files": list(FILES), "derived": with_derived,
+    entered = {fn for (c, _, fn) in lines.values() if c}
+    report = {**summarise(lines), **decisions(snap_dir / "snapshot.json"), "profile": args.profile, "files": list(FILES), "derived": with_derived,
               "unreachable": unreach, "by_family": by_family,
               "uncovered": [{"file": f, "line": n, "function": fn,
-                             "reason": why.get((f, n)) or uncovered_reason(sources.get(f, []), n)}
+                             "reason": why.get((f, n)) or uncovered_reason(sources.get(f, []), n, fn, fn in entered, source)}
                             for (f, n), (c, _, fn) in sorted(lines.items()) if not c]}
+    report["uncovered_by_reason"] = dict(sorted(Counter(u["reason"] for u in report["uncovered"]).items(),
+                                                key=lambda kv: -kv[1]))
     (args.out / "coverage.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
-    s = summarise(lines)
+    s = report
     print(f"coverage: lines {s['lines_covered']}/{s['lines_total']} "
           f"({100 * s['lines_covered'] / max(1, s['lines_total']):.1f} %), branches "
-          f"{s['branches_covered']}/{s['branches_total']}; {len(report['unreachable'])} lines unreachable "
+          f"{s['branches_covered']}/{s['branches_total']} "
+          f"({100 * s['branches_covered'] / max(1, s['branches_total']):.1f} %), decisions "
+          f"{s['decisions_covered']}/{s['decisions_total']} "
+          f"({100 * s['decisions_covered'] / max(1, s['decisions_total']):.1f} %); "
+          f"{len(report['unreachable'])} lines unreachable "
           f"with the {'pinned and derived' if with_derived else 'pinned'} vocabs; "
           f"{args.out / 'coverage.json'}, {snap_dir / 'index.html'}", file=sys.stderr)
     return 0

@@ -59,3 +59,40 @@ def test_unknown_strategy_family_is_a_clear_error(monkeypatch):
         strategies._selected_fragments()
     monkeypatch.setenv("STRATEGY_FAMILIES", "vocab:merge_ties")
     assert strategies._selected_fragments() is not None
+
+
+def _pin_sources():
+    from reference import lock
+    from reference.sources import make_source
+    from pathlib import Path
+    tree = Path(make_source(lock.load()).tree())
+    return tree, {f: (tree / f).read_text(encoding="utf-8", errors="replace").splitlines() for f in C.FILES}
+
+
+def test_every_reason_for_an_unreached_line_still_matches_the_pins_code():
+    """A WHY_UNREACHED entry whose pattern no longer matches any line of the pin leaves its
+    lines as "no reason found": the table cannot go stale silently when a pin moves."""
+    import re
+    _, sources = _pin_sources()
+    text = "\n".join(sources["src/llama-vocab.cpp"] + sources["src/unicode.cpp"])
+    for prefix, pattern, _reason in C.WHY_UNREACHED:
+        assert prefix.split("(")[0].split("::")[-1] in text, prefix
+        assert re.search(pattern, text, re.M), (prefix, pattern)
+
+
+def test_uncovered_reasons_name_dead_code_cleanup_lines_and_bad_utf8():
+    tree, sources = _pin_sources()
+    uni = sources["src/unicode.cpp"]
+    dead = next(i for i, t in enumerate(uni, 1) if "unicode_cpts_to_utf8(const std::vector" in t)
+    assert C.uncovered_reason(uni, dead + 1, "unicode_cpts_to_utf8(std::vector<unsigned int> const&)",
+                              entered=False, sources_dir=tree).startswith("dead code")
+    # a function that is called is not dead, even with a line left unreached
+    live = next(i for i, t in enumerate(uni, 1) if t.startswith("std::string unicode_cpt_to_utf8("))
+    assert not C.uncovered_reason(uni, live + 1, "unicode_cpt_to_utf8[abi:cxx11](unsigned int)",
+                                  entered=False, sources_dir=tree).startswith("dead code")
+    bad = next(i for i, t in enumerate(uni, 1) if 'throw std::invalid_argument("invalid character")' in t)
+    assert "valid UTF-8" in C.uncovered_reason(uni, bad, "unicode_cpt_from_utf8(std::string const&, unsigned long&)")
+    # a closing brace counts as cleanup only in a function that ran; otherwise nothing explains it
+    assert C.uncovered_reason(["void f() {", "  g();", "}"], 3, "f()", entered=True).startswith("exception cleanup")
+    assert C.uncovered_reason(["void f() {", "  g();", "}"], 3, "f()", entered=False).startswith("no reason found")
+    assert C.uncovered_reason(["x = 1;", "  y();"], 2, "h()").startswith("no reason found")
