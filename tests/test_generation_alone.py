@@ -97,6 +97,12 @@ def test_special_overlaps_and_byte_fallback_from_a_small_vocab():
     assert {"\u00ad", " \u00ad", "a\u00adb"} <= set(vocabgen._byte_fallback(set()))
 
 
+def test_tag_pairs_wrap_contents_in_each_tag_whose_closing_tag_is_a_token():
+    out = vocabgen._tag_pairs({"<dna>", "</dna>", "<think>", "<s>", "<a b>"})
+    assert "<dna>ACGTAC</dna>" in out and "<dna>ACGTAC" in out and "<dna></dna>" in out
+    assert not any(t.startswith(("<think>", "<s>", "<a b>")) for t in out)  # no closing tag, not a tag
+
+
 def test_vocab_text_marker_materialises_and_every_special_is_drawable():
     vt = strategies.VocabTexts(("a",), tuple(f"<{i}>" for i in range(2400)),
                                {"merge_ties": ("aaa", "abab")})

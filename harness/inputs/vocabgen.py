@@ -20,6 +20,10 @@ at ``CAP`` texts, and empty when the vocab has nothing of the kind:
   end overlaps another's start, and normal tokens containing a user-defined text.
 - ``byte_fallback`` (SPM/UGM/WPM): characters that are not tokens (byte fallback
   or UNK) alone, after a space, and glued to letters.
+- ``tag_pairs``: for each ``<name>`` token whose ``</name>`` is a token too (``<think>``,
+  ``<tool_call>``, hybriddna's ``<dna>``): the pair around short contents, and the
+  opening tag left unclosed. Tokenizers that treat tagged spans on their own (hybriddna's
+  k-mers) are only reached through both tags in one text.
 
 >>> decode_symbols("ĠViá»ĩt", "gpt2")
 ' Việt'
@@ -31,6 +35,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import unicodedata
 from functools import lru_cache
 from pathlib import Path
@@ -38,10 +43,10 @@ from pathlib import Path
 __all__ = ["FAMILIES", "CAP", "vocab_adversarial", "compute", "decode_symbols", "sorted_texts"]
 
 FAMILIES = ("unmerged_tokens", "merge_ties", "score_ties", "odd_tokens", "special_overlaps",
-            "byte_fallback")
+            "byte_fallback", "tag_pairs")
 CAP = 4000
 _NORMAL, _UNKNOWN, _CONTROL, _USER_DEFINED = 1, 2, 3, 4
-_VERSION = 2  # bump when a family changes: the disk cache is keyed by it
+_VERSION = 3  # bump when a family changes: the disk cache is keyed by it
 
 
 def _byte_decoder() -> dict[str, int]:
@@ -180,6 +185,20 @@ def _byte_fallback(texts: set[str]) -> list[str]:
     return out
 
 
+_TAG = re.compile(r"<([A-Za-z_|][\w|:.-]{0,30})>")
+_TAG_CONTENTS = ("", "ACGTAC", "ACGTACGTAAAAC", "x y", "\n", "<", "a</")
+
+
+def _tag_pairs(texts: set[str]) -> list[str]:
+    out = []
+    for t in sorted(texts):
+        m = _TAG.fullmatch(t)
+        if m and f"</{m.group(1)}>" in texts:
+            close = f"</{m.group(1)}>"
+            out += [t + c + close for c in _TAG_CONTENTS] + [t + "ACGTAC", "a " + t + "b" + close + " c"]
+    return out
+
+
 def vocab_adversarial(path: str | Path, reference=None) -> dict[str, tuple[str, ...]]:
     """Every family's texts for one vocab, cached on disk per vocab file (computing them
     takes 0.2-10 s; ``reference`` is unused, kept so a family may later ask llama.cpp).
@@ -227,5 +246,6 @@ def compute(path: str | Path) -> dict[str, tuple[str, ...]]:
         "odd_tokens": [t for t in normal if _odd(t)],
         "special_overlaps": _special_overlaps([s for s in specials if s], user_defined, normal),
         "byte_fallback": _byte_fallback(set(normal)) if model != "gpt2" else [],
+        "tag_pairs": _tag_pairs(set(normal) | set(specials)),
     }
     return {k: sorted_texts(v) for k, v in fam.items()}
