@@ -199,7 +199,8 @@ class CauseFinder:
 
     def finish(self) -> list[Cause]:
         """The test's causes: an unexplained one that two known causes reproduce together is
-        folded into the first of them."""
+        folded into the first of them, and a known one whose finding another cause's
+        explanation also reproduces is folded into that wider cause (:meth:`_fold_narrower`)."""
         if self.diagnoser is None:
             return self.causes
         kept = []
@@ -210,4 +211,21 @@ class CauseFinder:
                 owner.replayed += c.replayed
             else:
                 kept.append(c)
-        return [c for c in kept if c.cases]
+        return [c for c in self._fold_narrower(kept) if c.cases]
+
+    def _fold_narrower(self, causes: list[Cause]) -> list[Cause]:
+        """One bug met first through a narrow case: a port on Unicode 18 seen through a code
+        point new in 17 is diagnosed "Unicode 17 or later", then through one new in 18 as
+        "18 or later". The wider explanation reproduces the narrower cause's finding (and
+        not the other way round), so the two are one cause, under the wider explanation."""
+        kept = list(causes)
+        for c in list(kept):
+            if not c.keys:
+                continue
+            wider = next((o for o in kept if o is not c and o.keys and self.diagnoser.explains(o.keys, c.finding)
+                          and not self.diagnoser.explains(c.keys, o.finding)), None)
+            if wider is not None:
+                wider.cases += c.cases
+                wider.replayed += c.replayed
+                kept.remove(c)
+        return kept
