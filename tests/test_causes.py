@@ -106,6 +106,32 @@ def test_two_bugs_behind_one_signature_come_out_as_two_causes():
         ["bug drops_z", "bug x_as_y"]
 
 
+def test_a_cause_first_met_through_a_narrow_case_is_folded_into_the_wider_one():
+    """A port on Unicode 18 met first through a code point new in 17 ("17 or later") and then
+    through one new in 18 ("18 or later"): one bug. Here the port reads x and w as y; the
+    catalogue's narrow variant knows x only, its wide one both, as the versions do."""
+    wide = {"x_as_y": lambda t: t.replace("x", "y"), "xw_as_y": lambda t: t.replace("x", "y").replace("w", "y")}
+    old = dict(BUGS)
+    BUGS.update(wide)
+    try:
+        def run_xw(text):
+            got = wide["xw_as_y"](text)
+            return None if got == text else Finding("encode", "v", None, False, False, text, Divergence(
+                0, 0, True, tuple(map(ord, text)), tuple(map(ord, got))))
+        class FirstFit(Diagnoser):  # a versioned variant binds the first version that fits
+            def diagnose(self, findings):
+                return super().diagnose(findings)[:1]
+        h = Hunt("encode", "plain", run_xw, vocab="v", signature=same_signature, shrink=shrink_text,
+                 diagnosis=FirstFit(("x_as_y", "xw_as_y")))
+        for t in [f"a{'b' * n}x" for n in range(10)] + [f"c{'d' * n}w" for n in range(10)]:
+            h.case(t)
+        findings = h._settle().findings
+    finally:
+        BUGS.clear()
+        BUGS.update(old)
+    assert [(f.diagnosis[0], f.cases) for f in findings] == [("xw_as_y", 20)], findings
+
+
 def test_without_a_diagnosis_a_group_is_one_unexplained_cause_under_its_signature():
     findings = hunt_over(["abx", "cdz", "ex"], Diagnoser(()))
     assert len(findings) == 1 and findings[0].diagnosis == () and findings[0].cases == 3
