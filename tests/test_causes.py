@@ -132,6 +132,24 @@ def test_a_cause_first_met_through_a_narrow_case_is_folded_into_the_wider_one():
     assert [(f.diagnosis[0], f.cases) for f in findings] == [("xw_as_y", 20)], findings
 
 
+def test_a_port_that_went_down_is_still_diagnosed_without_being_asked_again():
+    """A port that crashed mid-check (the faulty port's --crash-after): its findings so far
+    get their causes' names, not "unexplained", and the port is not rerun."""
+    asked = []
+
+    def run_once(text):
+        asked.append(text)
+        return run(text)
+    h = Hunt("encode", "plain", run_once, vocab="v", signature=same_signature, shrink=shrink_text,
+             diagnosis=Diagnoser(("x_as_y",)))
+    for t in ["abx", "cdx"]:
+        h.case(t)
+    h.down = True  # what a fatal PortError leaves
+    n = len(asked)
+    findings = h._settle().findings
+    assert [(f.diagnosis, f.cases) for f in findings] == [(("x_as_y",), 2)] and len(asked) == n
+
+
 def test_without_a_diagnosis_a_group_is_one_unexplained_cause_under_its_signature():
     findings = hunt_over(["abx", "cdz", "ex"], Diagnoser(()))
     assert len(findings) == 1 and findings[0].diagnosis == () and findings[0].cases == 3

@@ -318,9 +318,11 @@ class Hunt:
         return tally
 
     def _settle(self) -> Tally:
+        # A port that went down is not asked again (no rerun, no shrinking), but its findings are
+        # still diagnosed: the catalogue replays its variants on the recorded output, not the port.
         up = not self.down
-        finder = CauseFinder(self._rerun, self.shrink if up else None,
-                             self.diagnosis if up and self.signature else None)
+        finder = CauseFinder(self._rerun if up else (lambda x: None), self.shrink if up else None,
+                             self.diagnosis if self.signature else None)
         for sig, group in self.groups.items():
             finder.settle(group, self.signature or (lambda f, sig=sig: sig))
         shrunk = []
