@@ -177,63 +177,46 @@ class InProcessReference:
         """``llama_detokenize``; bytes, lossless (may be invalid UTF-8)."""
         ids = list(ids)
         arr = (ctypes.c_int32 * max(len(ids), 1))(*ids)
-        cap = 16 + 8 * len(ids)
-        with self._call_lock:
-            for _ in range(3):
-                buf = ctypes.create_string_buffer(cap)
-                n = self._lib.ref_detokenize(self._vocab, arr, len(ids), buf, cap,
-                                             int(remove_special), int(unparse_special))
-                if n == self._exception:
-                    raise self._failed("llama_detokenize")
-                if n >= 0:
-                    return buf.raw[:n]
-                cap = -n + 1
-        raise ReferenceFailure(f"llama_detokenize kept asking for a bigger buffer on {self.path.name}")
+        return self._sized("llama_detokenize", 16 + 8 * len(ids), lambda buf, cap: self._lib.ref_detokenize(
+            self._vocab, arr, len(ids), buf, cap, int(remove_special), int(unparse_special)), extra=1)
 
     def decode_cxx(self, ids, special: bool = False) -> bytes:
         """``llama_vocab::detokenize(tokens, special)``, the C++ overload llama.cpp's own
         samplers call (remove_special false, its own resize loop)."""
         ids = list(ids)
         arr = (ctypes.c_int32 * max(len(ids), 1))(*ids)
-        return self._sized("llama_vocab::detokenize", lambda buf, cap: self._lib.ref_detokenize_cxx(
+        return self._sized("llama_vocab::detokenize", 256, lambda buf, cap: self._lib.ref_detokenize_cxx(
             self._vocab, arr, len(ids), buf, cap, int(special)))
+
+    def token_to_piece(self, id: int, special: bool = False) -> bytes:
+        """``llama_token_to_piece`` with lstrip=0."""
+        self._check_id(id)
+        return self._sized("llama_token_to_piece", 64, lambda buf, cap: self._lib.ref_token_to_piece(
+            self._vocab, id, buf, cap, 0, int(special)))
 
     def cached_piece(self, id: int) -> bytes:
         """``llama_vocab::token_to_piece(token)``: the piece cached at load (the grammar's)."""
-        if not 0 <= id < self.n_vocab:
-            raise ReferenceFailure(f"token id {id} out of range [0, {self.n_vocab}) for {self.path.name}")
-        return self._sized("llama_vocab::token_to_piece", lambda buf, cap: self._lib.ref_cached_piece(
+        self._check_id(id)
+        return self._sized("llama_vocab::token_to_piece", 64, lambda buf, cap: self._lib.ref_cached_piece(
             self._vocab, id, buf, cap))
 
-    def _sized(self, what: str, call) -> bytes:
-        cap = 256
+    def _check_id(self, id: int) -> None:
+        if not 0 <= id < self.n_vocab:
+            # llama.cpp indexes its tables unchecked here; refuse instead of crashing the process.
+            raise ReferenceFailure(f"token id {id} out of range [0, {self.n_vocab}) for {self.path.name}")
+
+    def _sized(self, what: str, cap: int, call, extra: int = 0) -> bytes:
+        """``call(buf, cap)`` into a buffer, grown to the size a negative answer asks (+ ``extra``)."""
         with self._call_lock:
-            for _ in range(2):
+            for _ in range(3):
                 buf = ctypes.create_string_buffer(cap)
                 n = call(buf, cap)
                 if n == self._exception:
                     raise self._failed(what)
                 if n >= 0:
                     return buf.raw[:n]
-                cap = -n
+                cap = -n + extra
         raise ReferenceFailure(f"{what} kept asking for a bigger buffer on {self.path.name}")
-
-    def token_to_piece(self, id: int, special: bool = False) -> bytes:
-        """``llama_token_to_piece`` with lstrip=0."""
-        if not 0 <= id < self.n_vocab:
-            # llama.cpp indexes its tables unchecked here; refuse instead of crashing the process.
-            raise ReferenceFailure(f"token id {id} out of range [0, {self.n_vocab}) for {self.path.name}")
-        cap = 64
-        with self._call_lock:
-            for _ in range(3):
-                buf = ctypes.create_string_buffer(cap)
-                n = self._lib.ref_token_to_piece(self._vocab, id, buf, cap, 0, int(special))
-                if n == self._exception:
-                    raise self._failed("llama_token_to_piece")
-                if n >= 0:
-                    return buf.raw[:n]
-                cap = -n
-        raise ReferenceFailure(f"llama_token_to_piece kept asking for a bigger buffer on {self.path.name}")
 
 
 def load_reference(path: Path | str) -> InProcessReference:

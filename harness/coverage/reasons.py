@@ -12,6 +12,7 @@ aim at, never a default.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from pathlib import Path
 
 _ABORTS = re.compile(r"\b(GGML_ABORT|GGML_ASSERT|throw|abort)\b")
@@ -43,8 +44,9 @@ WHY_UNREACHED = (
      "symbols_final holds only symbols with n > 0, so the n == 0 skip never runs"),
     ("llm_tokenizer_wpm_session::tokenize(", r"^\s*continue;",
      "preprocess never returns an empty word"),
-    ("llm_tokenizer_ugm_session::normalize(", r"^\s*normalized->append\(space\);",
-     None),  # resolved below: one of the two is treat_whitespace_as_suffix, never set by a GGUF key
+    ("llm_tokenizer_ugm_session::normalize(", r"(?s)if \(shall_append_space\) \{\n\s*normalized->append\(space\);$",
+     "treat_whitespace_as_suffix: no GGUF key sets it at this pin (llama_vocab::impl::load leaves it "
+     "false), so shall_append_space is never true"),
     ("llm_tokenizer_ugm_session::normalize_prefix(", r"return \{ &input\[input_offset\], 0, 0 \}",
      "normalize calls normalize_prefix only while input_offset < input.size()"),
     ("llm_tokenizer_rwkv_session::tokenize(", r"token_unk\(\)|position \+= 1;|^\s*continue;",
@@ -60,6 +62,12 @@ WHY_UNREACHED = (
 _CLEANUP_ONLY = re.compile(r"^\s*(\}|\};|\{ .*\},?\s*(//.*)?)$")
 
 
+@lru_cache(maxsize=4)
+def _src_text(sources_dir: Path) -> str:
+    """The pin's ``src/*.cpp``, read once per run."""
+    return "\n".join(f.read_text(encoding="utf-8", errors="replace") for f in sorted((sources_dir / "src").glob("*.cpp")))
+
+
 def _dead(function: str, sources_dir: Path | None) -> bool:
     """Whether ``function`` has no caller in the pin's ``src/``: its name followed by ``(``
     appears in the ``.cpp`` files only once (its definition; headers only declare it)."""
@@ -68,9 +76,7 @@ def _dead(function: str, sources_dir: Path | None) -> bool:
     name = function.split("(")[0].split("[")[0].split("::")[-1]
     if not name:
         return False
-    uses = sum(len(re.findall(rf"\b{re.escape(name)}\s*\(", f.read_text(encoding="utf-8", errors="replace")))
-               for f in sorted((sources_dir / "src").glob("*.cpp")))
-    return uses <= 1
+    return len(re.findall(rf"\b{re.escape(name)}\s*\(", _src_text(Path(sources_dir)))) <= 1
 
 
 def uncovered_reason(source: list[str], line: int, function: str = "", entered: bool = True,
@@ -90,14 +96,9 @@ def uncovered_reason(source: list[str], line: int, function: str = "", entered: 
     # a pattern with a newline sees the line and the two before it (its context), line last
     pair = "\n".join(source[max(0, line - 3):max(0, line - 1)] + [text])
     for prefix, pattern, reason in WHY_UNREACHED:
-        if function.startswith(prefix) and reason and (re.search(pattern, text) or
+        if function.startswith(prefix) and (re.search(pattern, text) or
                                                        ("\\n" in pattern and re.search(pattern, pair))):
             return reason
-    if function.startswith("llm_tokenizer_ugm_session::normalize(") and "append(space)" in text:
-        before = " ".join(source[max(0, line - 3):line - 1])
-        if "shall_append_space" in before:
-            return ("treat_whitespace_as_suffix: no GGUF key sets it at this pin (llama_vocab::impl::load "
-                    "leaves it false), so shall_append_space is never true")
     if function and not entered and _dead(function, sources_dir):
         return "dead code: nothing in the pin's src/ calls this function"
     if entered and _CLEANUP_ONLY.match(text):
