@@ -19,11 +19,19 @@ groups, in order, into the test's causes:
 3. at the end, an unexplained cause whose example two known causes reproduce together
    is folded into them.
 
-A clean run never diagnoses anything; a broken one diagnoses a few short texts per cause
-(at most :data:`DIAGNOSES` full catalogue runs per group) and checks each kept case
-against the causes found, one variant at a time, within :data:`SECONDS`. Cases the
-search did not reach (past :data:`KEEP`, or past the time) count for the group's first
-cause.
+A diagnosis must *predict*: a variant that reproduces the shrunk case (and up to
+:data:`CONFIRM` kept cases) names the cause only if the port answers as the variant does on
+:data:`PREDICT` fresh inputs where the variant and llama.cpp disagree
+(:meth:`Diagnoser.predictions`: the same input in other contexts, nearby and same-type
+tokens). A variant that fitted one short case by chance mispredicts and is dropped; the
+cause is then named by the next variant that predicts, or stays unexplained. A port that
+went down is not asked: its diagnoses carry no predictions.
+
+Counts are honest and deterministic. A cause counts only the kept cases its explanation
+reproduces (or, for an unexplained cause, the cases no known cause explains); every budget
+is a count, never seconds. Cases left over (past :data:`KEEP`, or when a group already has
+:data:`MAX_CAUSES` new causes) are *unattributed* (:attr:`CauseFinder.unattributed`), never
+added to another cause.
 
 >>> g = Group(("encode", "replaces", "letter"))
 >>> for x in ["abcdef", "ab", "abc"]:
@@ -34,7 +42,7 @@ cause.
 
 from __future__ import annotations
 
-import time
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Protocol
 
@@ -46,8 +54,12 @@ CONFIRM = 3
 MAX_CAUSES = 4
 #: Full catalogue runs (diagnoses) per group, for cases no cause explains.
 DIAGNOSES = 12
-#: Wall time for giving a group's kept cases to their causes.
-SECONDS = 20.0
+#: Loci kept per cause (most frequent first) for its characterisation.
+LOCI = 200
+#: Fresh inputs a diagnosis must predict to name a cause (see the module docstring).
+PREDICT = 8
+#: Explanations of one shrunk case tested by predictions (the catalogue's first ones).
+PREDICTED_EXPLANATIONS = 3
 
 
 class Diagnoser(Protocol):
@@ -59,8 +71,53 @@ class Diagnoser(Protocol):
     def explains(self, keys: tuple[str, ...], finding) -> bool:
         """Whether one of the explanations reproduces the port's output on ``finding``."""
 
+    def predictions(self, key: str, finding, n: int) -> list:
+        """Up to ``n`` inputs where the explanation ``key`` and llama.cpp disagree."""
+
+    def predicted(self, key: str, x, got) -> bool:
+        """Whether the port's answer on ``x`` (``got``: the rerun's finding, or None) is the explanation's."""
+
     def together(self, keys: list[tuple[str, ...]], finding) -> int | None:
         """The index of the known cause that, met with another, reproduces ``finding``."""
+
+
+def locus(f) -> str | int | None:
+    """Where a finding's divergence is, as the thing a person would fix: llama.cpp's character
+    at the first divergent byte of the text (encode), the id whose piece holds the first
+    divergent byte (decode), or the id (piece). None where it cannot be told.
+
+    >>> from harness.reports.diff import Divergence
+    >>> from harness.reports.finding import Finding
+    >>> locus(Finding("encode", "v", None, False, False, "a\xa0b", Divergence(1, 1, True, (1,), (2,))))
+    '\xa0'
+    >>> locus(Finding("piece", "v", None, False, False, "", Divergence(0, 0, True, b"a", b"b"), decoded_ids=(7,)))
+    7
+    """
+    d = f.divergence
+    if d is None:
+        return None
+    if f.check == "piece":
+        return f.decoded_ids[0] if f.decoded_ids else None
+    if f.check == "decode":
+        pos = 0
+        for i in f.decoded_ids:
+            piece = f.pieces.get(i)
+            if piece is None:
+                return None
+            pos += len(piece)
+            if pos > d.index:
+                return i
+        return None
+    data = f.text.encode("utf-8", "surrogatepass") if isinstance(f.text, str) else bytes(f.text)
+    off = d.byte_offset
+    if not 0 <= off < len(data):
+        return None
+    for n in (1, 2, 3, 4):
+        try:
+            return data[off:off + n].decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+    return None
 
 
 def _size(x) -> int:
@@ -103,6 +160,22 @@ class Cause:
     explanations: tuple = ()  # ((key, title, rule), ...)
     cases: int = 0
     replayed: int = 0  # its cases that came from the replay store
+    predictions: tuple = ()  # (made, passed) of its explanations; () when none were asked
+    loci: Counter = field(default_factory=Counter)  # locus(finding) of each of its cases
+
+    def absorb(self, other: "Cause") -> None:
+        """Take over the cases of ``other`` (folded into this cause)."""
+        self.cases += other.cases
+        self.replayed += other.replayed
+        self.loci.update(other.loci)
+
+    def take(self, f, replayed: bool) -> None:
+        """Count one more case of this cause."""
+        self.cases += 1
+        self.replayed += replayed
+        spot = locus(f)
+        if spot is not None:
+            self.loci[spot] += 1
 
     @property
     def keys(self) -> tuple[str, ...]:
@@ -110,19 +183,43 @@ class Cause:
 
     def stamped(self):
         """The finding carrying this cause's explanations and its case count."""
-        return replace(self.finding, cases=self.cases, explanations=self.explanations, replayed=self.replayed)
+        return replace(self.finding, cases=self.cases, explanations=self.explanations, replayed=self.replayed,
+                       predictions=self.predictions, loci=tuple(self.loci.most_common(LOCI)))
 
 
 class CauseFinder:
     """The causes of one test, from its signature groups (see the module docstring)."""
 
-    def __init__(self, rerun: Callable, shrink: Callable | None, diagnoser: Diagnoser | None):
+    def __init__(self, rerun: Callable, shrink: Callable | None, diagnoser: Diagnoser | None,
+                 ask: bool = True):
         self.rerun, self.shrink, self.diagnoser = rerun, shrink, diagnoser
+        self.ask = ask  # the port can be asked (predictions); False once it went down
         self.causes: list[Cause] = []
+        self.unattributed = 0  # divergent cases no cause took (past KEEP or MAX_CAUSES)
+        self._rejected: set[str] = set()  # rebound keys whose predictions failed
 
     # --- the predicates -----------------------------------------------------------------
     def _explained(self, f) -> Cause | None:
-        return next((c for c in self.causes if c.keys and self.diagnoser.explains(c.keys, f)), None)
+        """The known cause whose explanation reproduces ``f``: as bound, or bound to another
+        value of its parameter that predicts the port as well (:meth:`_widen`)."""
+        found = next((c for c in self.causes if c.keys and self.diagnoser.explains(c.keys, f)), None)
+        return found or next((c for c in self.causes if c.keys and self._widen(c, f)), None)
+
+    def _widen(self, cause: Cause, f) -> bool:
+        """Bind the cause's variant to another parameter value that reproduces ``f`` (another
+        code point of the same table) and, if it predicts the port, add it to the cause."""
+        rebind = getattr(self.diagnoser, "rebind", None)
+        key = rebind(cause.keys, f) if rebind else None
+        if key is None or key in self._rejected:
+            return False
+        made, passed = self._predicts(key, f)
+        if passed < made or (not made and self.ask):
+            self._rejected.add(key)
+            return False
+        cause.explanations += (self.diagnoser.explanation(key),)
+        if cause.predictions:
+            cause.predictions = (cause.predictions[0] + made, cause.predictions[1] + passed)
+        return True
 
     def _met(self, f) -> Cause | None:
         """The known cause that, met with another known cause, reproduces ``f``."""
@@ -150,10 +247,34 @@ class CauseFinder:
 
     def _diagnose(self, cause: Cause, others: list) -> None:
         """Name the variants that reproduce the cause's shrunk finding and up to CONFIRM of
-        ``others`` that its first explanation reproduces (all of them, not one by luck)."""
+        ``others`` that each reproduces, and that predict the port (:meth:`_predicts`)."""
         found = self.diagnoser.diagnose([cause.finding])
-        confirm = [f for f in others if found and self.diagnoser.explains((found[0][0],), f)][:CONFIRM]
-        cause.explanations = self.diagnoser.diagnose([cause.finding, *confirm]) if confirm else found
+        kept, made, passed = [], 0, 0
+        for explanation in found[:PREDICTED_EXPLANATIONS]:
+            key = explanation[0]
+            confirm = [f for f in others if self.diagnoser.explains((key,), f)][:CONFIRM]
+            if confirm and not self.diagnoser.diagnose([cause.finding, *confirm]):
+                continue
+            n, ok = self._predicts(key, cause.finding)
+            if ok == n and (n or not self.ask):
+                kept.append(explanation)
+                made, passed = made + n, passed + ok  # the accepted explanations' predictions
+        cause.explanations = tuple(kept)
+        cause.predictions = (made, passed) if self.ask else ()
+
+    def _predicts(self, key: str, f) -> tuple[int, int]:
+        """``(made, passed)``: the explanation's predictions asked of the port, and how many the
+        port answered as the explanation does (stops at the first miss). Nothing is asked of a
+        port that went down."""
+        if not self.ask:
+            return 0, 0
+        made = passed = 0
+        for x in self.diagnoser.predictions(key, f, PREDICT):
+            made += 1
+            if not self.diagnoser.predicted(key, x, self.rerun(x)):
+                break
+            passed += 1
+        return made, passed
 
     # --- one group ---------------------------------------------------------------------
     def settle(self, group: Group, signature: Callable) -> None:
@@ -163,6 +284,7 @@ class CauseFinder:
         if self.diagnoser is None:
             cause = self._seed(first_x, first_f, signature, [])
             cause.cases, cause.replayed = group.count, len(group.replayed)
+            cause.loci.update(k for k in map(locus, (f for _, f in group.kept)) if k is not None)
             return
         new: list[Cause] = []
         ordered = group.shortest()
@@ -170,21 +292,21 @@ class CauseFinder:
         if home is None:
             home = self._seed(first_x, first_f, signature, new)
             self._diagnose(home, [f for _, f, _ in ordered])
-        deadline, reached, diagnoses = time.perf_counter() + SECONDS, 0, 1
+        reached, diagnoses = 0, 1
         for x, f, replayed in ordered:
-            if time.perf_counter() > deadline:
-                break
             owner = self._explained(f) or self._met(f)
             if owner is None:
                 unexplained = next((c for c in new if not c.keys), None)
-                if len(new) >= MAX_CAUSES:
-                    owner = home
-                elif diagnoses < DIAGNOSES and self.diagnoser.diagnose([f]):
+                if len(new) >= MAX_CAUSES and unexplained is None:
+                    self.unattributed += 1  # no budget left for another cause: counted apart
+                    reached += 1
+                    continue
+                if len(new) < MAX_CAUSES and diagnoses < DIAGNOSES and self.diagnoser.diagnose([f]):
                     diagnoses += 1
                     owner = self._seed(x, f, signature, new)
                     self._diagnose(owner, [])
                 elif unexplained is not None:
-                    owner = unexplained
+                    owner = unexplained  # the cases no known cause explains
                 else:
                     # Unexplained as it came (two bugs at once, say); shrunk, it may show one
                     # bug alone, which the catalogue names: diagnose the shrunk example too.
@@ -192,10 +314,9 @@ class CauseFinder:
                     if diagnoses < DIAGNOSES:
                         diagnoses += 1
                         self._diagnose(owner, [])
-            owner.cases += 1
-            owner.replayed += replayed
+            owner.take(f, replayed)
             reached += 1
-        home.cases += group.count - reached  # past KEEP or past the time: the group's first cause
+        self.unattributed += group.count - reached  # past KEEP: never compared with a cause
 
     def finish(self) -> list[Cause]:
         """The test's causes: an unexplained one that two known causes reproduce together is
@@ -207,8 +328,7 @@ class CauseFinder:
         for c in self.causes:
             owner = None if c.keys else self._met(c.finding)
             if owner is not None:
-                owner.cases += c.cases
-                owner.replayed += c.replayed
+                owner.absorb(c)
             else:
                 kept.append(c)
         return [c for c in self._fold_narrower(kept) if c.cases]
@@ -225,7 +345,6 @@ class CauseFinder:
             wider = next((o for o in kept if o is not c and o.keys and self.diagnoser.explains(o.keys, c.finding)
                           and not self.diagnoser.explains(c.keys, o.finding)), None)
             if wider is not None:
-                wider.cases += c.cases
-                wider.replayed += c.replayed
+                wider.absorb(c)
                 kept.remove(c)
         return kept

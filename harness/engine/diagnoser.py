@@ -31,6 +31,76 @@ from harness.errors import HarnessError
 from harness.reports.finding import Finding
 
 
+#: Contexts a prediction puts an encode finding's text in (prefix, suffix): other scripts,
+#: digits, punctuation, whitespace and newlines on either side.
+CONTEXTS = (("Hello ", ""), ("", " world"), ("a", "b"), ("1", "2"), ("\n", "\n"), (" ", " "),
+            ("\u00e9", "\u00fc"), ("\u4e2d", "\u6587"), ("(", ")"), ("The ", " is here."), ("x", ""),
+            ("", "x"), ("--", "--"), ("\u041f\u0440\u0438 ", " \u043c\u0438\u0440"), ("\t", "."))
+
+
+def prediction_inputs(tok, f: Finding, param=None):
+    """Candidate prediction inputs for ``f``, in a fixed order (see :meth:`Diagnoser.predictions`).
+
+    encode: a code point the variant is bound to, alone and between fresh neighbours (so its
+    own neighbours in the shrunk text, which may hide what the port does, are gone); each
+    character of the text likewise; then the text in each of :data:`CONTEXTS`, twice over,
+    and with spaces around;
+    decode: the ids after and before a greeting's ids, twice over, and each id alone;
+    piece: nearby ids, then ids spread over the vocab, of the same token type first.
+
+    >>> f = Finding("encode", "v", None, False, False, "\u0689\u066a", None)
+    >>> list(prediction_inputs(None, f, "\u066a"))[:3]
+    ['\u066a', 'a\u066ab', 'x \u066a y']
+    """
+    if f.check == "piece":
+        yield from _piece_inputs(tok, f.decoded_ids[0])
+        return
+    if f.check == "decode":
+        ids = tuple(f.decoded_ids)
+        hello = tuple(tok.encode("Hello world", add_special=False, parse_special=False))
+        yield from dict.fromkeys([hello + ids, ids + hello, ids + ids, *((i,) for i in ids),
+                                  ids[1:], ids[:-1]])
+        return
+    t = f.text
+    chars = [param] if isinstance(param, str) and len(param) == 1 else []
+    chars += [c for c in dict.fromkeys(t) if c not in chars]
+    seen = {t}
+    for x in [n.replace("{}", c) for c in chars for n in _NEIGHBOURS] + [p + t + s for p, s in CONTEXTS] + [
+            t + t, f" {t} ", t + " " + t]:
+        if x not in seen:
+            seen.add(x)
+            yield x
+
+
+#: Fresh neighbours a prediction puts one code point between.
+_NEIGHBOURS = ("{}", "a{}b", "x {} y", "1{}2", "{}{}", "Hello{}", "{}world", "\u4e2d{}\u6587", "\u00e9{}\u00e9")
+
+
+def _piece_inputs(tok, id: int):
+    """Ids near ``id``, then about 400 ids spread over the vocab, those of the same token type first."""
+    n = tok.vocab.n_vocab
+    types = tok.vocab.attrs  # llama.cpp's token attributes: the type is one bit of them
+    near = [i for d in range(1, 9) for i in (id - d, id + d) if 0 <= i < n]
+    spread = list(range(id % 97, n, max(1, n // 400)))
+    same = [i for i in near + spread if types[i] == types[id] and i != id]
+    yield from dict.fromkeys(same + [i for i in near + spread if i != id])
+
+
+def _same(a, b) -> bool:
+    return bytes(a) == bytes(b) if isinstance(b, (bytes, bytearray)) else tuple(a) == tuple(b)
+
+
+def exact_output(tok, case):
+    """llama.cpp's answer for a case (the exact harness tokenizer)."""
+    from harness.diagnosis.base import exact
+    return exact(tok, case)
+
+
+def _catalogue():
+    from harness.diagnosis import CATALOGUE
+    return CATALOGUE
+
+
 def key_of(variant) -> str:
     """An explanation's key: the variant's name, and its bound parameter if it has one."""
     return variant.name if variant.param is None else f"{variant.name}:{variant.param!r}"
@@ -51,6 +121,7 @@ class Diagnoser:
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self._bound: dict[str, object] = {}  # key -> the bound variant that produced it
+        self._titles: dict[str, tuple] = {}  # a rebound key -> its (key, title, rule)
 
     @cached_property
     def tok(self):
@@ -94,10 +165,82 @@ class Diagnoser:
         want = case.port_output
         return (bytes(out) if isinstance(want, bytes) else tuple(out)) == want
 
+    def predictions(self, key: str, f: Finding, n: int) -> list:
+        """Up to ``n`` fresh inputs, in the hunt's form (a text, an id tuple, an id), on which
+        the variant ``key`` and llama.cpp disagree: what a port with exactly that bug must
+        answer differently from llama.cpp. They come from the finding's own input put in
+        other contexts (:func:`prediction_inputs`), so a variant that fitted one short case
+        by chance meets inputs it was not fitted to.
+
+        The order is fixed (no clock, no global random state): the same finding gives the
+        same predictions on any machine."""
+        v = self._bound.get(key)
+        if v is None:
+            return []
+        out = []
+        for x in prediction_inputs(self.tok, f, v.param):
+            case = self.case_of_input(f, x)
+            try:
+                differs = not _same(v.output(self.tok, case), exact_output(self.tok, case))
+            except (HarnessError, ValueError, UnicodeError, RecursionError):
+                continue
+            if differs:
+                out.append(x)
+                if len(out) >= n:
+                    break
+        return out
+
+    def case_of_input(self, f: Finding, x):
+        """A case with ``f``'s check and flags for another input ``x`` (no port output yet)."""
+        from harness.diagnosis import Case
+        if f.check == "decode":
+            return Case("decode", tuple(x), (bool(f.remove_special), bool(f.unparse_special)), b"")
+        if f.check == "piece":
+            return Case("piece", (int(x),), (bool(f.unparse_special), False), b"")
+        return Case(f.check, x, (f.add_special, f.parse_special), ())
+
+    def predicted(self, key: str, x, got: Finding | None) -> bool:
+        """Whether the port's answer on prediction input ``x`` is the variant's: ``got`` is the
+        rerun's finding (None: the port agreed with llama.cpp, which the variant does not)."""
+        return got is not None and self._reproduces(key, self.case_of(got))
+
     def explains(self, keys: tuple[str, ...], f: Finding) -> bool:
-        """Whether one of the explanations ``keys`` reproduces the port's output on ``f``."""
+        """Whether one of the explanations ``keys`` reproduces the port's output on ``f``: as
+        bound, or, for a variant with a free parameter, bound to another value inferred from
+        ``f`` (another code point of the same defect: :meth:`widened` lists them), so one
+        cause holds the set of its parameters, not one cause per value."""
         case = self.case_of(f)
         return any(self._reproduces(k, case) for k in keys)
+
+    def rebind(self, keys: tuple[str, ...], f: Finding) -> str | None:
+        """For a variant of ``keys`` with a free parameter: the key of the same variant bound to
+        another value inferred from ``f`` that reproduces the port's output on it (another
+        code point of the same defect), or None. The engine accepts it only if it predicts
+        the port too (:mod:`harness.engine.causes`), so one cause holds the set of its
+        parameters, not one cause per value."""
+        case = self.case_of(f)
+        return next((k for k in (self._rebinds(key, case) for key in keys) if k), None)
+
+    def explanation(self, key: str) -> tuple:
+        """``(key, title, rule)`` of a key :meth:`rebind` gave."""
+        return self._titles[key]
+
+    def _rebinds(self, key: str, case) -> str | None:
+        v = self._bound.get(key)
+        if v is None or v.param is None:
+            return None
+        base = next((c for c in _catalogue() if c.name == v.name), None)
+        if base is None or case.family not in base.checks:
+            return None
+        for bound in base.candidates(self.tok, [case]):
+            if bound.param == v.param:
+                continue
+            other = key_of(bound)
+            self._bound.setdefault(other, bound)
+            if self._reproduces(other, case):
+                self._titles.setdefault(other, (other, bound.title([case]), bound.rule))
+                return other
+        return None
 
     def together(self, keys: list[tuple[str, ...]], f: Finding) -> int | None:
         """The index (into ``keys``, one tuple per known cause) of the cause whose input
@@ -127,10 +270,9 @@ class Diagnoser:
 
     def _with_residual(self, keys: list[tuple[str, ...]], f: Finding) -> int | None:
         """A known cause that adds tokens of its own (a forced BOS, CLS/SEP without add_special):
-        with them taken off the port's answer (``undo``), some catalogue variant reproduces
-        what is left. The other bug need not be known in this test: with add_special every
-        case of tiktoken on qwen2 has the forced BOS, and a user-defined token's text too."""
-        from harness.diagnosis import explain
+        with them taken off the port's answer (``undo``), another *known* cause reproduces what
+        is left. A residual no known cause explains is a second bug, and gets a cause of its
+        own: it is never filed under the wrapper's."""
         case = self.case_of(f)
         for i, first in enumerate(keys):
             for key in first:
@@ -142,7 +284,10 @@ class Diagnoser:
                     rest = undo(self.tok, case.port_output, case.input, *case.flags)
                 except (HarnessError, ValueError, UnicodeError):
                     continue
-                if rest is not None and explain(self.tok, [replace(case, port_output=rest)]):
+                if rest is None:
+                    continue
+                left = replace(case, port_output=rest)
+                if any(self._reproduces(k, left) for j, other in enumerate(keys) if j != i for k in other):
                     return i
         return None
 

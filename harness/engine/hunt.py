@@ -107,6 +107,7 @@ class Tally:
     port_error_cases: int = 0
     not_checked: int = 0
     capped: int = 0
+    unattributed: int = 0      # divergent cases no cause took within the count budgets (engine.causes)
     errors: int = 0            # 1 if the check stopped on an exception (see the module docstring)
     replayed: int = 0          # inputs from the replay store, run first
     unsupported_reason: str = ""
@@ -322,7 +323,7 @@ class Hunt:
         # still diagnosed: the catalogue replays its variants on the recorded output, not the port.
         up = not self.down
         finder = CauseFinder(self._rerun if up else (lambda x: None), self.shrink if up else None,
-                             self.diagnosis if self.signature else None)
+                             self.diagnosis if self.signature else None, ask=up)
         for sig, group in self.groups.items():
             finder.settle(group, self.signature or (lambda f, sig=sig: sig))
         shrunk = []
@@ -331,6 +332,7 @@ class Hunt:
             sig = cause.signature
             found = replace(cause.stamped(), signature=sig if isinstance(sig, tuple) else ())
             self.tally.findings.append(self._detail(found))
+        self.tally.unattributed = finder.unattributed
         self.tally.port_errors = list(self._errors.values())
         self.tally.seconds = time.perf_counter() - self._started
         if self.replay_key:

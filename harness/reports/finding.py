@@ -24,6 +24,8 @@ Its JSON (:meth:`Finding.to_json`) is one entry of ``conformance.json``'s
      "replayed": int,        # of those cases, inputs from the replay store (earlier runs' failures)
      "diagnosis": [str],                                 # the catalogue variants that reproduce it
      "explanations": [{"key", "title", "rule"}],          # each, with its parameter, title and rule
+     "predictions": [made, passed],                      # fresh inputs its explanations predicted ([]: none asked)
+     "loci": [[str|int, int]],                           # its cases' character or token at the divergence, counted
      "cause": str,                                       # its cause's id (conformance.json's causes)
      "repro": str}           # one-line command printing the same diff
 
@@ -73,6 +75,12 @@ class Finding:
     # The catalogue variants that reproduce the port's output exactly, most specific first:
     # (key, title, rule), the key naming the variant and its bound parameter, if any.
     explanations: tuple = ()
+    # (made, passed): fresh inputs its explanations predicted and the port answered as they
+    # do (harness.engine.causes); () when the port was not asked (it went down, or no diagnosis ran).
+    predictions: tuple = ()
+    # What its cause's cases show at the divergence (harness.engine.causes.locus): llama.cpp's
+    # character (encode) or token id (decode, piece) there, counted: ((locus, count), ...).
+    loci: tuple = ()
 
     @property
     def diagnosis(self) -> tuple[str, ...]:
@@ -118,6 +126,7 @@ class Finding:
                "signature": list(self.signature), "spans": [list(map(list, side)) for side in self.spans],
                "diagnosis": list(self.diagnosis),
                "explanations": [{"key": k, "title": t, "rule": r} for k, t, r in self.explanations],
+               "predictions": list(self.predictions), "loci": [list(x) for x in self.loci],
                "pieces": {str(k): v.hex() for k, v in self.pieces.items()},
                "port_pieces": {str(k): v.hex() for k, v in self.port_pieces.items()},
                "repro": self.repro}
@@ -152,6 +161,8 @@ class Finding:
                    tuple(obj.get("signature", ())),
                    tuple(tuple(tuple(span) for span in side) for side in obj.get("spans", ())),
                    replayed=obj.get("replayed", 0),
-                   explanations=tuple((e["key"], e["title"], e["rule"]) for e in obj.get("explanations", ())))
+                   explanations=tuple((e["key"], e["title"], e["rule"]) for e in obj.get("explanations", ())),
+                   predictions=tuple(obj.get("predictions", ())),
+                   loci=tuple(tuple(x) for x in obj.get("loci", ())))
 
 
