@@ -103,6 +103,40 @@ def byte_edit(ref: bytes, port: bytes, i: int) -> str:
     return "replaces"
 
 
+_SPACES = (b" ", "\u2581".encode())
+
+
+def piece_edit(ref: bytes, port: bytes) -> str:
+    r"""The edit from llama.cpp's piece of a token to the port's, as a person would fix it
+    (never the class of the character where the bytes part, which splits one defect once
+    per character class).
+
+    >>> piece_edit(b" the", b"the"), piece_edit(b"\xe3", b"\xef\xbf\xbd"), piece_edit(b"a", b"")
+    ('leading space dropped', 'invalid UTF-8 replaced', 'empty')
+    >>> piece_edit(b"\n", b"<0x0A>"), piece_edit(b"ab", b"abc"), piece_edit(b"abc", b"ab"), piece_edit(b"ab", b"xy")
+    ('byte as its text', 'bytes added', 'bytes dropped', 'other bytes')
+    """
+    if not port:
+        return "empty"
+    for space in _SPACES:
+        if ref.startswith(space) and port == ref[len(space):]:
+            return "leading space dropped"
+        if port.startswith(space) and ref == port[len(space):]:
+            return "leading space added"
+    try:
+        ref.decode("utf-8")
+    except UnicodeDecodeError:
+        if "\ufffd".encode() in port:
+            return "invalid UTF-8 replaced"
+    if len(ref) == 1 and port.upper() == f"<0X{ref[0]:02X}>".encode():
+        return "byte as its text"
+    if ref in port:
+        return "bytes added"
+    if port in ref:
+        return "bytes dropped"
+    return "other bytes"
+
+
 def piece_kind(piece: bytes) -> str:
     """What a token's piece is, for a signature: ``leading space`` (a space, or SPM's
     escaped one, before more), ``whitespace``, ``newline``, ``invalid-utf8``, or the

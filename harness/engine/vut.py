@@ -174,35 +174,61 @@ class VocabUnderTest:
     def signature(self, f: Finding) -> tuple:
         """What llama.cpp emitted where the outputs part, and the port's edit there:
         ``(family, edit, what)`` (:mod:`harness.engine.signature`), from the reference side
-        only, so one bug does not split by whatever the port or the text put next to it.
+        and the localised edit only, never the class of the character where the bytes part
+        (that split one defect once per character class).
 
-        encode, golden, known, crosscheck: the reference token at the first divergent
-        index: ``added special`` (what add_special put around the text), ``special``,
-        ``byte token``, ``unknown token``, else its piece's kind (``leading space``,
-        ``whitespace``, ``newline``, the class of its first character); where the port adds
-        tokens, the position. decode: the kind of token whose output holds the first
-        divergent byte, or the class of that byte's character (``invalid-utf8`` ...).
-        piece: the kind of token and the class of the first divergent byte's character, with
-        the edit there, so a port that drops the NUL of a byte piece and one that drops a
-        WPM piece's leading space are two causes, not one.
+        encode, golden, known, crosscheck: a special, unknown or byte token at the first
+        divergent index whose text the port has wrong (its own piece differs) is attributed to
+        that piece, as decode is; else the reference token there: ``added special`` (what add_special put around the text), ``special``,
+        ``byte token``, ``unknown token``, ``whitespace`` or ``newline``, else whether the
+        port's tokens spell the same text (``same text, other tokens``) or not (``other
+        text``); where the port adds tokens, the position.
+        piece: the edit from llama.cpp's piece to the port's (:func:`signature.piece_edit`)
+        and the token's kind.
+        decode: attributed to the token whose piece holds the first divergent byte: where the
+        port's own piece of that token differs from llama.cpp's, the decode divergence is that
+        piece's (the piece signature, so it is one cause with the piece findings); else the
+        edit, the token's kind and whether it is the output's first token.
         """
         d, family = f.divergence, sig.FAMILY[f.check]
         if f.check in ("piece", "decode"):
             ref, port = bytes(d.reference_ids), bytes(d.port_ids)
-            edit = sig.byte_edit(ref, port, d.index)
         if f.check == "piece":
-            where = "end" if d.index >= len(ref) else sig.class_at(ref, d.index)
-            return (family, edit, f"{self.token_kind(f.decoded_ids[0])} token: {where}")
+            return ("piece", sig.piece_edit(ref, port), f"{self.token_kind(f.decoded_ids[0])} token")
         if f.check == "decode":
+            edit = sig.byte_edit(ref, port, d.index)
             if d.index >= len(ref):
                 return (family, edit, "end")
-            kind = self.token_kind(self._token_at(f.decoded_ids, d.index, bool(f.unparse_special)))
-            return (family, edit, sig.class_at(ref, d.index) if kind == "normal" else f"{kind} token")
+            special = bool(f.unparse_special)
+            at = self._token_at(f.decoded_ids, d.index, special)
+            kind = self.token_kind(at)
+            own = self._own_piece(at, special)
+            mine = self.reference.token_to_piece(at, special=special) if kind != "out-of-range" else None
+            if own is not None and mine is not None and own != mine:
+                return ("piece", sig.piece_edit(mine, own), f"{kind} token")
+            return (family, edit, f"{kind} token, " + ("start" if d.index == 0 else "inside"))
         ref, i = d.reference_ids, d.index
         edit = sig.token_edit(ref, d.port_ids, i)
         if edit == "adds":
             return (family, edit, "start" if i == 0 else "end" if i >= len(ref) else "inside")
+        kind = self.token_kind(ref[i])
+        if kind in ("control", "user_defined", "unknown", "byte"):
+            # a token the port has another text for: the encode divergence is that token's
+            own, mine = self._own_piece(ref[i], True), self.reference.token_to_piece(ref[i], special=True)
+            if own is not None and own != mine:
+                return ("piece", sig.piece_edit(mine, own), f"{kind} token")
         return (family, edit, self._emitted(f, i))
+
+    def _own_piece(self, id: int, special: bool) -> bytes | None:
+        """The port's own piece of ``id`` (memoised), or None where it gives none."""
+        memo = self.__dict__.setdefault("_own_pieces", {})
+        key = (id, special)
+        if key not in memo:
+            try:
+                memo[key] = bytes(self.call_port("token_to_piece", id, special=special))
+            except (PortError, TypeError, ValueError):
+                memo[key] = None
+        return memo[key]
 
     def _emitted(self, f: Finding, i: int) -> str:
         """The kind of llama.cpp's token ``i`` of ``f`` (see :meth:`signature`)."""
@@ -217,7 +243,15 @@ class VocabUnderTest:
             return "special"
         if kind in ("byte", "unknown"):
             return f"{kind} token"
-        return sig.piece_kind(self.reference.token_to_piece(ref[i], special=True))
+        what = sig.piece_kind(self.reference.token_to_piece(ref[i], special=True))
+        if what in ("whitespace", "newline"):
+            return what
+        return "same text, other tokens" if self._spelled(ref) == self._spelled(f.divergence.port_ids) else "other text"
+
+    def _spelled(self, ids) -> bytes:
+        """llama.cpp's pieces of ``ids`` joined (what the ids spell)."""
+        n = self.reference.n_vocab
+        return b"".join(self.reference.token_to_piece(i, special=True) if 0 <= i < n else b"\0" for i in ids)
 
     def _token_at(self, ids, byte_index: int, special: bool) -> int:
         """The id whose piece covers ``byte_index`` of the concatenated pieces (last id past the end)."""
