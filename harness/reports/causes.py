@@ -25,6 +25,8 @@ divergent cases.
 
 from __future__ import annotations
 
+import unicodedata
+from collections import Counter
 from dataclasses import dataclass, field
 
 from harness.reports.finding import BYTE_CHECKS, Finding
@@ -43,13 +45,23 @@ class Cause:
     findings: list[int] = field(default_factory=list)
     cells: list[tuple[str, str, str]] = field(default_factory=list)  # (vocab, check, flags), sorted
     cases: int = 0
+    params: list = field(default_factory=list)  # the variant's parameter values it holds (repr strings)
+    predictions: tuple = ()  # (made, passed) summed over its findings; () when none were asked
+    loci: Counter = field(default_factory=Counter)  # character or token at the divergence -> cases
+
+    @property
+    def characterisation(self) -> str:
+        """What its cases show at the divergence (:func:`characterise`)."""
+        return characterise(self.loci)
 
     def to_json(self, findings: list[Finding]) -> dict:
         """The ``causes`` entry of conformance.json (schema 3, in harness/reports/run.py)."""
         return {"id": self.id, "title": self.title, "diagnosis": self.diagnosis, "rule": self.rule,
                 "example": findings[self.example].to_json() | {"cause": self.id},
                 "findings": [self.example] + [k for k in self.findings if k != self.example],  # example first
-                "cases": self.cases,
+                "cases": self.cases, "params": list(self.params),
+                "predictions": list(self.predictions), "characterisation": self.characterisation,
+                "loci": [[k, n] for k, n in sorted(self.loci.items(), key=lambda kv: (-kv[1], str(kv[0])))[:200]],
                 "cells": [{"vocab": v, "check": c, "flags": f} for v, c, f in self.cells]}
 
     def where(self) -> str:
@@ -73,82 +85,167 @@ _WHAT = {"added special": "a token add_special adds", "special": "a special toke
          "leading space": "a token with a leading space", "whitespace": "a whitespace token",
          "newline": "a newline token", "invalid-utf8": "an invalid UTF-8 sequence", "end": "the end"}
 _WHERE = {"start": "at the start", "inside": "inside the text", "end": "at the end"}
+_ENCODE_WHAT = {"same text, other tokens": "the port splits the same text into other tokens",
+                "other text": "the port's tokens spell another text than llama.cpp's"}
+_EDIT = {"adds": "adds characters", "drops": "drops characters", "replaces": "has other bytes"}
+
+
+def unexplained_key(signature: tuple) -> tuple:
+    """The run-level key of a finding no explanation covers: its signature, less the edit
+    (adds, drops, replaces) for encode and decode, where one defect meets texts through
+    each of them; a piece's edit is the defect itself, and stays.
+
+    >>> unexplained_key(("encode", "drops", "other text")), unexplained_key(("piece", "empty", "byte token"))
+    (('unexplained', 'encode', 'other text'), ('unexplained', 'piece', 'empty', 'byte token'))
+    """
+    if len(signature) == 3 and signature[0] != "piece":
+        return ("unexplained", signature[0], signature[2])
+    return ("unexplained", *signature)
 
 
 def unexplained_title(signature: tuple) -> str:
-    """A title for a cause no catalogue variant explains, from its reference-side signature.
+    """A title for a cause no catalogue variant explains, from its signature: the localised
+    edit, never the class of the character where the outputs part.
 
-    >>> unexplained_title(("decode", "replaces", "invalid-utf8"))
-    "unexplained (decode): where llama.cpp's output has an invalid UTF-8 sequence, the port's bytes differ"
+    >>> unexplained_title(("piece", "leading space dropped", "normal token"))
+    "unexplained (piece, decode): the port's piece of normal tokens: leading space dropped"
+    >>> unexplained_title(("decode", "drops", "control token, start"))
+    'unexplained (decode): the port drops characters where a control token starts the output'
     >>> unexplained_title(("encode", "adds", "start"))
     'unexplained (encode): the port adds tokens at the start'
-    >>> unexplained_title(("piece", "drops", "byte token: control"))
-    "unexplained (piece): the port's piece of byte tokens drops a control character llama.cpp's has"
-    >>> unexplained_title(("piece", "drops", "normal token: space"))
-    "unexplained (piece): the port's piece of normal tokens drops a space character llama.cpp's has"
+    >>> unexplained_title(("encode", "replaces", "same text, other tokens"))
+    'unexplained (encode): the port splits the same text into other tokens'
+    >>> unexplained_title(("encode", "drops", "unknown token"))
+    'unexplained (encode): the port drops an unknown token llama.cpp emits'
     """
     if len(signature) != 3:
         return f"unexplained: {' / '.join(map(str, signature)) or 'divergence'}"
     family, edit, what = signature
-    thing = _WHAT.get(what, f"a {what} character" if family == "decode" else f"a token starting with a {what}")
     if family == "piece":
-        kind, _, where = what.partition(" token: ")
-        char = {"end": "", "invalid-utf8": " an invalid UTF-8 byte"}.get(where, f" a {where} character")
-        if edit == "drops":
-            return f"unexplained (piece): the port's piece of {kind} tokens drops{char} llama.cpp's has"
-        if edit == "adds" or where == "end":
-            return f"unexplained (piece): the port's piece of {kind} tokens adds bytes " + (
-                "past the end of llama.cpp's" if where == "end" else f"before{char}")
-        return f"unexplained (piece): the port's piece of {kind} tokens differs at{char}"
+        return f"unexplained (piece, decode): the port's piece of {what.replace(' token', ' tokens')}: {edit}"
+    if family == "decode":
+        kind, _, where = what.partition(", ")
+        if what == "end":
+            return f"unexplained (decode): the port {_EDIT.get(edit, edit)} past the end of llama.cpp's output"
+        spot = f"where {'an' if kind[0] in 'aeiou' else 'a'} {kind} " + (
+            "starts the output" if where == "start" else "is inside the output")
+        return f"unexplained (decode): the port {_EDIT.get(edit, edit)} {spot}"
+    if what in _ENCODE_WHAT:
+        return f"unexplained ({family}): {_ENCODE_WHAT[what]}"
+    thing = _WHAT.get(what, f"a token starting with a {what}")
     if edit == "adds":
         where = _WHERE.get(what, f"where llama.cpp has {thing}")
-        return f"unexplained ({family}): the port adds {'bytes' if family == 'decode' else 'tokens'} {where}"
+        return f"unexplained ({family}): the port adds tokens {where}"
     if edit == "drops":
         return f"unexplained ({family}): the port drops {thing} llama.cpp emits"
-    if family == "decode":
-        return f"unexplained (decode): where llama.cpp's output has {thing}, the port's bytes differ"
     return f"unexplained ({family}): where llama.cpp emits {thing}, the port's tokens differ"
 
 
+def _name(key: str) -> str:
+    """The catalogue name of an explanation key (its parameter cut off)."""
+    return key.split(":", 1)[0]
+
+
 def _cover(findings: list[Finding]) -> list[tuple[str, list[int]]]:
-    """Explained findings grouped so that one explanation reproduces every finding of a
-    group, in as few groups as the greedy cover finds: the explanation that covers the
-    most findings not yet covered first (ties: the more specific, then the key)."""
+    """Explained findings grouped so that one catalogue variant (whatever its parameter:
+    U+00A0 and U+0085 read as spaces are one whitespace table) reproduces every finding of a
+    group, in as few groups as the greedy cover finds: the variant that covers the most
+    findings not yet covered first (ties: the more specific, then the name)."""
     left = {k for k, f in enumerate(findings) if f.explanations}
     groups = []
     while left:
         score: dict[str, list] = {}
         for k in left:
-            for rank, (key, _t, _r) in enumerate(findings[k].explanations):
-                entry = score.setdefault(key, [0, rank])
+            for name in dict.fromkeys(_name(e[0]) for e in findings[k].explanations):
+                rank = next(r for r, e in enumerate(findings[k].explanations) if _name(e[0]) == name)
+                entry = score.setdefault(name, [0, rank])
                 entry[0] += findings[k].cases or 1
                 entry[1] = min(entry[1], rank)
-        key = min(score, key=lambda x: (-score[x][0], score[x][1], x))
-        idx = sorted(k for k in left if any(e[0] == key for e in findings[k].explanations))
-        groups.append((key, idx))
+        name = min(score, key=lambda x: (-score[x][0], score[x][1], x))
+        idx = sorted(k for k in left if any(_name(e[0]) == name for e in findings[k].explanations))
+        groups.append((name, idx))
         left -= set(idx)
     return groups
 
 
+def characterise(loci: Counter) -> str:
+    """What a cause's cases show at the divergence, as a person would fix it: the code points
+    (with their general categories) or the token ids, most frequent first.
+
+    >>> characterise(Counter({"\\uff08": 3, "\\uff09": 2, "\\u2019": 1}))
+    '3 code point(s): U+FF08 (3), U+FF09 (2), U+2019 (1); categories: Ps 1, Pe 1, Pf 1'
+    >>> characterise(Counter({5: 2, 900: 1}))
+    '2 token(s): ids 5..900: 5 (2), 900 (1)'
+    >>> characterise(Counter())
+    ''
+    """
+    if not loci:
+        return ""
+    top = sorted(loci.items(), key=lambda kv: (-kv[1], str(kv[0])))
+    shown = ", ".join(f"{_locus_name(k)} ({n})" for k, n in top[:12]) + (", ..." if len(top) > 12 else "")
+    if all(isinstance(k, str) for k in loci):
+        cats = Counter(unicodedata.category(k) for k in loci if len(k) == 1)
+        return (f"{len(loci)} code point(s): {shown}; categories: "
+                + ", ".join(f"{c} {n}" for c, n in cats.most_common()))
+    ids = sorted(k for k in loci if isinstance(k, int))
+    return f"{len(loci)} token(s): ids {ids[0]}..{ids[-1]}: {shown}" if ids else shown
+
+
+def _locus_name(k) -> str:
+    if isinstance(k, str) and len(k) == 1:
+        return f"U+{ord(k):04X}"
+    return str(k)
+
+
+def over_params(title: str, params: list[str]) -> str:
+    """A title bound to one parameter value, said of all the values its cause holds.
+
+    >>> over_params("U+00A0 read as a space; llama.cpp: keeps it", ["'\\xa0'", "'\\x85'"])
+    "U+00A0 read as a space (and the same for each of 2 values: '\\xa0', '\\x85'); llama.cpp: keeps it"
+    """
+    what, sep, rule = title.partition("; llama.cpp: ")
+    values = ", ".join(params[:8]) + (", ..." if len(params) > 8 else "")
+    return f"{what} (and the same for each of {len(params)} values: {values}){sep}{rule}"
+
+
+def _param_of(key: str) -> str | None:
+    return key.split(":", 1)[1] if ":" in key else None
+
+
 def group_causes(findings: list[Finding]) -> list[Cause]:
     """The run's causes, most divergent cases first (ids in that order)."""
-    keyed: list[tuple[tuple, list[int]]] = [(("diagnosis", key), idx) for key, idx in _cover(findings)]
+    keyed: list[tuple[tuple, list[int]]] = [(("diagnosis", name), idx) for name, idx in _cover(findings)]
     unexplained: dict[tuple, list[int]] = {}
     for k, f in enumerate(findings):
         if not f.explanations:
-            unexplained.setdefault(("unexplained", *f.signature), []).append(k)
+            unexplained.setdefault(unexplained_key(tuple(f.signature)), []).append(k)
     keyed += list(unexplained.items())
     causes = []
     for key, idx in keyed:
         example = min(idx, key=lambda k: _size(findings[k]))
+        params: list = []
         if key[0] == "diagnosis":
-            _key, title, rule = next(e for e in findings[example].explanations if e[0] == key[1])
-            diagnosis = key[1].split(":", 1)[0]
+            _key, title, rule = next(e for e in findings[example].explanations if _name(e[0]) == key[1])
+            diagnosis = key[1]
+            params = sorted({p for k in idx for e in findings[k].explanations if _name(e[0]) == key[1]
+                             for p in [_param_of(e[0])] if p is not None})
         else:
-            title, rule, diagnosis = unexplained_title(tuple(findings[example].signature)), None, None
-        causes.append(Cause("", key, title, diagnosis, rule, example, idx,
-                            sorted({(findings[k].vocab, findings[k].check, findings[k].flags) for k in idx}),
-                            sum(findings[k].cases for k in idx)))
+            edits = {tuple(findings[k].signature)[1:2] for k in idx}
+            signature = tuple(findings[example].signature)
+            if len(edits) > 1:  # one localised difference met through several edits
+                signature = (signature[0], "replaces", *signature[2:])
+            title, rule, diagnosis = unexplained_title(signature), None, None
+        made = [findings[k].predictions for k in idx if findings[k].predictions]
+        loci: Counter = Counter()
+        for k in idx:
+            loci.update(dict((x, n) for x, n in findings[k].loci))
+        cause = Cause("", key, title, diagnosis, rule, example, idx,
+                      sorted({(findings[k].vocab, findings[k].check, findings[k].flags) for k in idx}),
+                      sum(findings[k].cases for k in idx), params,
+                      (sum(m[0] for m in made), sum(m[1] for m in made)) if made else (), loci)
+        if len(params) > 1:
+            cause.title = over_params(title, params)
+        causes.append(cause)
     causes.sort(key=lambda c: (-c.cases, c.findings[0]))
     for n, c in enumerate(causes, 1):
         c.id = f"C{n}"

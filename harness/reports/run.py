@@ -17,7 +17,7 @@ JSON schema of ``conformance.json`` (version 3)::
              "reproduce", "vocabs", "started", "wall_s", "host", "replay_store",
              "derived": {"derived:<name>": {"kind", "derived_from", "description", "sha256"}}},
      "totals": {"cases", "causes", "divergences", "divergent_cases", "port_errors", "errors",
-                "unsupported_cases", "not_checked_cases", "capped_cases", "restarts",
+                "unsupported_cases", "not_checked_cases", "capped_cases", "unattributed_cases", "restarts",
                 "replayed_inputs", "replayed_findings", "cells_by_outcome": {outcome: int}},
      "causes": [                 # the unit of the report: one per bug (harness/reports/causes.py)
         {"id": "C1", "title": str,                # the rule the port breaks, or "unexplained: ..."
@@ -25,7 +25,11 @@ JSON schema of ``conformance.json`` (version 3)::
          "rule": str|null,                        # what llama.cpp does instead, and where, at the pin
          "example": {...},                        # its minimal finding (as in "divergences")
          "findings": [int],                       # indices into "divergences", the example first
-         "cells": [{"vocab", "check", "flags"}], "cases": int}],
+         "cells": [{"vocab", "check", "flags"}], "cases": int,   # cases its explanation reproduces
+         "params": [str],                         # the variant's parameter values it holds (one cause for all)
+         "predictions": [made, passed],           # fresh inputs its diagnosis predicted ([]: none asked)
+         "characterisation": str,                 # what its cases show at the divergence
+         "loci": [[str|int, int]]}],              # code point or token id there, with its cases
      "cells": [                  # the port's: one per vocab, check and flag combination
         {"vocab": str, "check": str, "flags": "plain"|"parse"|"add"|"add_parse",
          "cases": int,           # comparisons made with both answers in hand
@@ -33,6 +37,7 @@ JSON schema of ``conformance.json`` (version 3)::
          "divergent": int,       # cases that diverged
          "port_errors": int, "port_error_cases": int, "unsupported": int,
          "not_checked": int, "capped": int, "errors": int, "replayed": int,
+         "unattributed": int,    # divergent cases no cause took within the count budgets
          "restarts": int, "seconds": float,
          "unsupported_reason": str, "error": str, "error_at": str,
          "outcome": "pass"|"divergence"|"port error"|"error"|"unsupported"|"partial"|"not checked"}],
@@ -176,6 +181,7 @@ class RunReport:
                 "unsupported_cases": sum(c.get("unsupported", 0) for c in self.cells),
                 "not_checked_cases": sum(c.get("not_checked", 0) for c in self.cells),
                 "capped_cases": sum(c.get("capped", 0) for c in self.cells),
+                "unattributed_cases": sum(c.get("unattributed", 0) for c in self.cells),
                 "restarts": len(self.restarts),
                 "replayed_inputs": sum(c.get("replayed", 0) for c in self.cells),
                 "replayed_findings": len(self.replay_only()),
@@ -224,7 +230,11 @@ class RunReport:
         """One cause in the terminal: title, diagnosis, rule, where, cases, its smallest example
         drawn in full and its other findings one line each."""
         others = [k for k in c.findings if k != c.example]
-        body = [f"{c.title}", f"  diagnosis: {c.diagnosis or 'none: no catalogue variant reproduces it'}"]
+        body = [f"{c.title}", f"  diagnosis: {c.diagnosis or 'none: no catalogue variant reproduces it and predicts the port'}"
+                + (f" (it predicted the port on {c.predictions[1]} of {c.predictions[0]} fresh input(s))"
+                   if c.diagnosis and c.predictions else "")]
+        if c.characterisation:
+            body.append(f"  shows at: {c.characterisation}")
         body += [f"  shows in: {c.where()}", f"  cases: {c.cases} divergent case(s), "
                  f"{len(c.findings)} finding(s); the smallest:", text_block(self.findings[c.example])]
         if others:
@@ -268,7 +278,8 @@ class RunReport:
         out.append((None, f"\n{t['causes']} cause(s) in {t['divergent_cases']} divergent case(s) "
                           f"({t['divergences']} finding(s)), {t['port_errors']} port error(s), {t['errors']} error(s), "
                           f"{t['unsupported_cases']} unsupported case(s), {t['not_checked_cases']} case(s) not "
-                          f"checked, {t['capped_cases']} capped case(s), {t['restarts']} restart(s); "
+                          f"checked, {t['capped_cases']} capped case(s), {t['unattributed_cases']} divergent case(s) "
+                          f"no cause took (unattributed), {t['restarts']} restart(s); "
                           f"cells: {', '.join(f'{v} {k}' for k, v in sorted(t['cells_by_outcome'].items()))}; "
                           f"reports in {report_dir}/"))
         tp = self.throughput()
