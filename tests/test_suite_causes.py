@@ -65,3 +65,37 @@ def test_two_decode_bugs_met_at_once_stay_two_causes(pytester, monkeypatch):
     print(causes)
     assert [d for d, _ in causes] == ["decode_lossy_utf8", "decode_strips_leading_space"], causes
     assert sum(n for _, n in causes) == report["totals"]["divergent_cases"]
+
+
+# bug of tests/ports/uncatalogued.py -> (vocab, suite nodes as (check, flags)), the most causes it
+# may come out as today, and the target (one). None of them is a catalogue entry.
+UNCATALOGUED = {
+    "reserved-shift": ("llama-bpe", (("encode", "parse"), ("decode", "parse"), ("piece", "parse")), 1),
+    "ascii-punct": ("bert-bge", (("known", "plain"), ("encode", "plain")), 2),
+    "cyrillic-unk": ("llama-spm", (("known", "plain"), ("encode", "plain")), 3),
+}
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize("bug", sorted(UNCATALOGUED))
+def test_a_bug_no_catalogue_entry_models_is_never_named_and_stays_few_causes(pytester, monkeypatch, bug):
+    """The tests that cannot be fitted: a bug the catalogue does not know must never be named
+    by a variant that fits a short case (a diagnosis has to predict the port on fresh inputs),
+    and must not split once per character class or check. ``reserved-shift`` (the port's
+    reserved control tokens numbered one off) is one cause across encode, decode and pieces:
+    each check's divergence is attributed to the token whose text the port has wrong.
+    ``ascii-punct`` and ``cyrillic-unk`` still come out as up to 2 and 3 unexplained encode
+    causes (split by what llama.cpp emitted where the outputs part); their bound here keeps
+    them from getting worse."""
+    vocab, nodes, most = UNCATALOGUED[bug]
+    script = Path(__file__).parent / "ports" / "uncatalogued.py"
+    port = f"{shlex.quote(sys.executable)} {shlex.quote(str(script))} --vocab {{vocab}} --bugs {bug}"
+    ids = [f"{SUITE / f'test_{t}.py'}::test_{t}[{vocab}-{flags}]"
+           for check, flags in nodes for t in [{"piece": "pieces"}.get(check, check)]]
+    result, report = run_suite(pytester, monkeypatch, port, vocab, ids)
+    assert result.ret == 1, result.stdout.str()[-3000:]
+    causes = [(c["diagnosis"], c["title"], c["cases"]) for c in report["causes"]]
+    print(f"{bug}: {causes}")
+    assert all(d is None for d, _, _ in causes), causes  # no wrong diagnosis
+    assert 1 <= len(causes) <= most, causes
+    assert sum(n for _, _, n in causes) + report["totals"]["unattributed_cases"] == report["totals"]["divergent_cases"]

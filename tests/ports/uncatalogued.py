@@ -1,0 +1,108 @@
+"""A JSON-lines port with bugs that no catalogue variant models: the test that cannot be fitted.
+
+Every bug of tests/ports/faulty_port.py is a catalogue entry, so a test on it proves the
+catalogue names what it was built to name. The bugs here are the kind real ports ship that
+the catalogue does not know; the engine must report each as exactly one cause, not many,
+and never name it by a variant that happens to fit a short case:
+
+    python tests/ports/uncatalogued.py --vocab V --bugs ascii-punct|cyrillic-unk|reserved-shift
+
+- ``ascii-punct`` (a WPM vocab): the BERT pre-tokenizer splits off only ASCII punctuation;
+  a non-ASCII punctuation mark (U+FF08, U+2019, U+00BF ...) stays inside its word;
+- ``cyrillic-unk``: every code point of the Cyrillic block (U+0400-U+04FF) is the unknown
+  token, the text around it tokenized apart (a normaliser that maps a script to ``<unk>``);
+- ``reserved-shift``: the control tokens whose text holds ``reserved`` are numbered one off
+  (each id's text is the next reserved token's), in encode, decode and pieces alike.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+
+from harness.tokenizer import Tokenizer
+from harness.tokenizer import unicode as U
+from harness.tokenizer.algorithms import wpm
+from harness.tokenizer.vocab import CONTROL
+
+BUGS = {"ascii-punct", "cyrillic-unk", "reserved-shift"}
+_CYRILLIC = re.compile("([\u0400-\u04ff])")
+
+
+def _ascii_punct_classify(classify):
+    """``wpm.classify`` with non-ASCII punctuation read as a letter (APPEND)."""
+    def patched(cpt, lowercase, strip_accents):
+        kind, s = classify(cpt, lowercase, strip_accents)
+        if kind == wpm.SINGLE and cpt >= 0x80 and U.cpt_flags(cpt) & U.PUNCTUATION:
+            return wpm.APPEND, s
+        return kind, s
+    return patched
+
+
+class Port:
+    def __init__(self, vocab: str, bugs: set[str]):
+        if "ascii-punct" in bugs:
+            wpm.classify = _ascii_punct_classify(wpm.classify)
+        self.tok = Tokenizer.from_gguf(vocab)
+        self.bugs = bugs
+        v = self.tok.vocab
+        reserved = [i for i, t in enumerate(v.tokens) if b"reserved" in t and v.attrs[i] & CONTROL]
+        # id -> the id whose text the port gives it (each reserved id one further along)
+        self.shift = dict(zip(reserved, reserved[1:] + reserved[:1])) if "reserved-shift" in bugs else {}
+        self.unshift = {b: a for a, b in self.shift.items()}
+
+    def encode(self, text: str, add: bool, parse: bool) -> list[int]:
+        if "cyrillic-unk" in self.bugs:
+            body = []
+            for part in _CYRILLIC.split(text):
+                if _CYRILLIC.fullmatch(part):
+                    body.append(self.tok.vocab.unk if self.tok.vocab.unk is not None else 0)
+                elif part:
+                    body += self.tok.encode(part, add_special=False, parse_special=parse)
+            if not add:
+                return body
+            v = self.tok.vocab
+            return [v.bos] * bool(v.add_bos and v.bos is not None) + body + [v.eos] * bool(v.add_eos and v.eos is not None)
+        ids = self.tok.encode(text, add_special=add, parse_special=parse)
+        # the port parses a reserved text as the token it numbers that text with
+        return [self.unshift.get(i, i) for i in ids]
+
+    def decode(self, ids, remove: bool, unparse: bool) -> bytes:
+        return self.tok.decode([self.shift.get(i, i) for i in ids], remove_special=remove, unparse_special=unparse)
+
+    def piece(self, id: int, special: bool) -> bytes:
+        return self.tok.token_to_piece(self.shift.get(id, id), special=special)
+
+    def answer(self, req: dict) -> dict:
+        op = req.get("op")
+        if op == "info":
+            return {"n_vocab": self.tok.n_vocab, "unsupported": [], "batch": True}
+        if op == "batch":
+            return {"responses": [self.answer(r) for r in req["requests"]]}
+        if op == "encode":
+            return {"ids": self.encode(req["text"], req["add_special"], req["parse_special"])}
+        if op == "decode":
+            return {"bytes_hex": self.decode(req["ids"], req["remove_special"], req["unparse_special"]).hex()}
+        if op == "piece":
+            return {"bytes_hex": self.piece(req["id"], req["special"]).hex()}
+        return {"error": f"unknown op {op!r}"}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--vocab", required=True)
+    p.add_argument("--bugs", required=True)
+    a = p.parse_args()
+    bugs = set(filter(None, a.bugs.split(",")))
+    if bugs - BUGS:
+        raise SystemExit(f"uncatalogued port: unknown --bugs {', '.join(sorted(bugs - BUGS))}; "
+                         f"known: {', '.join(sorted(BUGS))}")
+    port = Port(a.vocab, bugs)
+    for line in sys.stdin.buffer:
+        print(json.dumps(port.answer(json.loads(line))), flush=True)
+
+
+if __name__ == "__main__":
+    main()
