@@ -90,14 +90,47 @@ _ENCODE_WHAT = {"same text, other tokens": "the port splits the same text into o
 _EDIT = {"adds": "adds characters", "drops": "drops characters", "replaces": "has other bytes"}
 
 
-def unexplained_key(signature: tuple) -> tuple:
-    """The run-level key of a finding no explanation covers: its signature, less the edit
-    (adds, drops, replaces) for encode and decode, where one defect meets texts through
+#: Unicode major general categories, as a title names them.
+_MAJOR = {"L": "letter", "M": "mark", "N": "number", "P": "punctuation", "S": "symbol", "Z": "separator",
+          "C": "other (control, format, unassigned)"}
+
+
+def trigger_classes(triggers) -> str:
+    """The major general categories of a cause's triggers, e.g. ``'P'`` or ``'L+N'``.
+
+    >>> trigger_classes(["\\u066a", "\\u2019"]), trigger_classes(["\\u0416", "7"])
+    ('P', 'L+N')
+    """
+    return "+".join(sorted({unicodedata.category(c)[0] for c in triggers if len(c) == 1}))
+
+
+def triggered_title(family: str, classes: str, triggers: list[str]) -> str:
+    """The title of an unexplained cause characterised by its triggers.
+
+    >>> triggered_title("encode", "P", ["\\u066a", "\\u2019"])
+    'unexplained (encode): the port parts from llama.cpp on punctuation characters by themselves: U+066A, U+2019 (2 code points)'
+    """
+    names = " and ".join(_MAJOR.get(c, c) for c in classes.split("+"))
+    shown = ", ".join(f"U+{ord(c):04X}" for c in triggers[:12]) + (", ..." if len(triggers) > 12 else "")
+    return (f"unexplained ({family}): the port parts from llama.cpp on {names} characters by themselves: "
+            f"{shown} ({len(triggers)} code points)")
+
+
+def unexplained_key(signature: tuple, triggers=()) -> tuple:
+    """The run-level key of a finding no explanation covers. An encode finding whose cause's
+    code points diverge by themselves (``triggers``) is keyed by their major categories: one
+    defect in the handling of a class of characters meets texts through several signatures
+    (a word that becomes [UNK], a piece that becomes a subword). Else its signature, less the
+    edit (adds, drops, replaces) for encode and decode, where one defect meets texts through
     each of them; a piece's edit is the defect itself, and stays.
 
     >>> unexplained_key(("encode", "drops", "other text")), unexplained_key(("piece", "empty", "byte token"))
     (('unexplained', 'encode', 'other text'), ('unexplained', 'piece', 'empty', 'byte token'))
+    >>> unexplained_key(("encode", "drops", "special"), ("\\u066a",))
+    ('unexplained', 'encode', 'triggered', 'P')
     """
+    if triggers and signature[:1] == ("encode",) and trigger_classes(triggers):
+        return ("unexplained", "encode", "triggered", trigger_classes(triggers))
     if len(signature) == 3 and signature[0] != "piece":
         return ("unexplained", signature[0], signature[2])
     return ("unexplained", *signature)
@@ -197,6 +230,26 @@ def _locus_name(k) -> str:
     return str(k)
 
 
+def _shared_binding(findings: list[Finding], idx: list[int], name: str) -> str | None:
+    """The explanation key of variant ``name`` that every finding of ``idx`` has (a buffer size
+    every vocab's cases allow), the best ranked; None when no one binding explains them all.
+
+    >>> from harness.reports.diff import Divergence
+    >>> d = Divergence(0, 0, True, (1,), (2,))
+    >>> f = [Finding("decode", "v", None, False, False, "", d, explanations=(("b:64", "", ""), ("b:32", "", ""))),
+    ...      Finding("decode", "w", None, False, False, "", d, explanations=(("b:32", "", ""),))]
+    >>> _shared_binding(f, [0, 1], "b"), _shared_binding(f[:1] + [f[1]], [0], "c")
+    ('b:32', None)
+    """
+    sets = [{e[0] for e in findings[k].explanations if _name(e[0]) == name} for k in idx]
+    shared = set.intersection(*sets) if sets else set()
+    if not shared:
+        return None
+    rank = {key: min(r for k in idx for r, e in enumerate(findings[k].explanations) if e[0] == key)
+            for key in shared}
+    return min(shared, key=lambda key: (rank[key], key))
+
+
 def over_params(title: str, params: list[str]) -> str:
     """A title bound to one parameter value, said of all the values its cause holds.
 
@@ -218,23 +271,31 @@ def group_causes(findings: list[Finding]) -> list[Cause]:
     unexplained: dict[tuple, list[int]] = {}
     for k, f in enumerate(findings):
         if not f.explanations:
-            unexplained.setdefault(unexplained_key(tuple(f.signature)), []).append(k)
+            unexplained.setdefault(unexplained_key(tuple(f.signature), f.triggers), []).append(k)
     keyed += list(unexplained.items())
     causes = []
     for key, idx in keyed:
         example = min(idx, key=lambda k: _size(findings[k]))
         params: list = []
         if key[0] == "diagnosis":
-            _key, title, rule = next(e for e in findings[example].explanations if _name(e[0]) == key[1])
             diagnosis = key[1]
-            params = sorted({p for k in idx for e in findings[k].explanations if _name(e[0]) == key[1]
-                             for p in [_param_of(e[0])] if p is not None})
+            one = _shared_binding(findings, idx, diagnosis)
+            if one is not None:  # one value explains every finding: the cause is that binding
+                key = ("diagnosis", one)
+            _key, title, rule = next(e for e in findings[example].explanations
+                                     if (e[0] == one if one is not None else _name(e[0]) == diagnosis))
+            params = [_param_of(one)] if one is not None and _param_of(one) is not None else sorted(
+                {p for k in idx for e in findings[k].explanations if _name(e[0]) == diagnosis
+                 for p in [_param_of(e[0])] if p is not None})
         else:
             edits = {tuple(findings[k].signature)[1:2] for k in idx}
             signature = tuple(findings[example].signature)
             if len(edits) > 1:  # one localised difference met through several edits
                 signature = (signature[0], "replaces", *signature[2:])
             title, rule, diagnosis = unexplained_title(signature), None, None
+            if key[2:3] == ("triggered",):
+                triggers = sorted({c for k in idx for c in findings[k].triggers})
+                title = triggered_title(key[1], key[3], triggers)
         made = [findings[k].predictions for k in idx if findings[k].predictions]
         loci: Counter = Counter()
         for k in idx:

@@ -26,6 +26,7 @@ Its JSON (:meth:`Finding.to_json`) is one entry of ``conformance.json``'s
      "explanations": [{"key", "title", "rule"}],          # each, with its parameter, title and rule
      "predictions": [made, passed],                      # fresh inputs its explanations predicted ([]: none asked)
      "loci": [[str|int, int]],                           # its cases' character or token at the divergence, counted
+     "triggers": [str],                                  # unexplained encode: code points that diverge alone
      "cause": str,                                       # its cause's id (conformance.json's causes)
      "repro": str}           # one-line command printing the same diff
 
@@ -81,6 +82,8 @@ class Finding:
     # What its cause's cases show at the divergence (harness.engine.causes.locus): llama.cpp's
     # character (encode) or token id (decode, piece) there, counted: ((locus, count), ...).
     loci: tuple = ()
+    # An unexplained encode cause's code points on which the port diverges by themselves.
+    triggers: tuple = ()
 
     @property
     def diagnosis(self) -> tuple[str, ...]:
@@ -127,6 +130,7 @@ class Finding:
                "diagnosis": list(self.diagnosis),
                "explanations": [{"key": k, "title": t, "rule": r} for k, t, r in self.explanations],
                "predictions": list(self.predictions), "loci": [list(x) for x in self.loci],
+               "triggers": list(self.triggers),
                "pieces": {str(k): v.hex() for k, v in self.pieces.items()},
                "port_pieces": {str(k): v.hex() for k, v in self.port_pieces.items()},
                "repro": self.repro}
@@ -163,6 +167,7 @@ class Finding:
                    replayed=obj.get("replayed", 0),
                    explanations=tuple((e["key"], e["title"], e["rule"]) for e in obj.get("explanations", ())),
                    predictions=tuple(obj.get("predictions", ())),
-                   loci=tuple(tuple(x) for x in obj.get("loci", ())))
+                   loci=tuple(tuple(x) for x in obj.get("loci", ())),
+                   triggers=tuple(obj.get("triggers", ())))
 
 
