@@ -21,7 +21,7 @@ SOURCE_FLAG := $(if $(SOURCE),--source $(SOURCE),)
 
 export LLAMA_CPP_DIR PORT VOCABS HYPOTHESIS_PROFILE KNOWN_EXAMPLES BUDGET CONFORMANCE_SEED PIN ALLOW_UNSUPPORTED
 
-.PHONY: all fetch reference test test-slow test-remote chromium openssh scoreboard-deps conformance sweep bench scoreboard scoreboard-readme pin pin-diff test-pins verify dist clean help coverage fuzz
+.PHONY: all fetch reference test test-slow test-remote chromium openssh scoreboard-deps conformance sweep bench scoreboard scoreboard-readme diagnosis-bench diagnosis-bench-readme pin pin-diff test-pins verify dist clean help coverage fuzz
 
 all: test
 
@@ -124,6 +124,19 @@ scoreboard: reference scoreboard-deps
 # The README's scoreboard table, rewritten from docs/scoreboard.json (tests/test_scoreboard.py checks it).
 scoreboard-readme: $(STAMP)
 	$(CLI) scoreboard --readme README.md
+
+# The engine's causes scored against hand-labelled bugs (tests/data/port-bugs/<port>.json): each
+# labelled port built and run the scoreboard's way on its label file's vocabs (PORTS= selects; a
+# fixed seed, CONFORMANCE_SEED=, default 1; JOBS=), into reports/diagnosis-bench/<port>/, then
+# reports/diagnosis-bench.{json,md}: bugs found, named correctly, wrong diagnoses, mixed causes.
+# FROM_REPORTS=DIR scores existing runs again without building or running anything (token types
+# come from the fetched vocabs).
+diagnosis-bench: $(if $(FROM_REPORTS),fetch,reference)
+	$(CLI) diagnosis-bench --out $(REPORTS) --jobs $(JOBS) $(if $(PORTS),--ports $(PORTS),) $(if $(FROM_REPORTS),--from-reports $(FROM_REPORTS),)
+
+# The README's diagnosis-bench table, rewritten from reports/diagnosis-bench.json.
+diagnosis-bench-readme: $(STAMP)
+	$(CLI) diagnosis-bench --out $(REPORTS) --readme README.md
 
 pin: $(STAMP)
 	@test -n "$(REF)$(SDIST)" || (echo "usage: make pin SDIST=<llama-cpp-python version> | REF=<40-hex commit> SOURCE=github|dir [LLAMA_CPP_DIR=...]"; exit 2)

@@ -50,6 +50,7 @@ DELEGATES = {
     "pin-diff": ("harness.pindiff", [], "llama.cpp against llama.cpp across two pins"),
     "bench": ("harness.bench.run", [], "speed of the harness tokenizer against llama.cpp"),
     "scoreboard": ("harness.scoreboard.run", [], "build every port of ports/*/*/port.json and run the engine on each (make scoreboard)"),
+    "diagnosis-bench": ("harness.scoreboard.diagnosis_bench", [], "score the engine's causes on labelled ports against their labelled bugs (make diagnosis-bench)"),
     "fetch": ("reference.__main__", ["fetch"], "fetch and verify the pinned vocabs and golden files"),
     "build": ("reference.__main__", ["build"], "build the pinned llama-tokenize and libllama (cached)"),
     "pin": ("reference.__main__", ["pin"], "move the pin to another llama.cpp commit"),
