@@ -192,6 +192,12 @@ class Variant:
         """A one-line cause title naming the rule (variants make it specific where they can)."""
         return titled(self.models, self.rule)
 
+    def prediction_points(self, tok) -> tuple[int, ...]:
+        """Code points, besides the case's own, on which this variant and llama.cpp disagree,
+        for the engine's predictions (a platform's whitespace or category table: other code
+        points of the same table). Default: none."""
+        return ()
+
     # --- the default port: the variant tokenizer, called like llama.cpp ------------------
     def build(self, tok):
         """The variant tokenizer for ``tok``'s vocab (default: ``tok`` itself)."""

@@ -82,6 +82,12 @@ class PlatformVariant(Variant):
             return tok.encode(text, add_special=add, parse_special=parse)
         return self.tokenizer(tok).encode(text, add_special=add, parse_special=parse)
 
+    def prediction_points(self, tok) -> tuple[int, ...]:
+        """Up to 6 code points this platform classes differently, spread over the table."""
+        cps = sorted(class_cps(self))
+        step = max(1, len(cps) // 6)
+        return tuple(cps[::step][:6])
+
     def build(self, tok):
         from harness.tokenizer import Tokenizer
         v = tok.vocab

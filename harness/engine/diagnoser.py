@@ -38,14 +38,17 @@ CONTEXTS = (("Hello ", ""), ("", " world"), ("a", "b"), ("1", "2"), ("\n", "\n")
             ("", "x"), ("--", "--"), ("\u041f\u0440\u0438 ", " \u043c\u0438\u0440"), ("\t", "."))
 
 
-def prediction_inputs(tok, f: Finding, param=None):
+def prediction_inputs(tok, f: Finding, param=None, points=()):
     """Candidate prediction inputs for ``f``, in a fixed order (see :meth:`Diagnoser.predictions`).
 
     encode: a code point the variant is bound to, alone and between fresh neighbours (so its
-    own neighbours in the shrunk text, which may hide what the port does, are gone); each
-    character of the text likewise; then the text in each of :data:`CONTEXTS`, twice over,
-    and with spaces around;
-    decode: the ids after and before a greeting's ids, twice over, and each id alone;
+    own neighbours in the shrunk text, which may hide what the port does, are gone); other
+    code points of the variant's own table (``points``); each character of the text likewise;
+    the text with each special token's text in it swapped for other special tokens' texts
+    (a variant about *all* specials must hold for the others too); then the text in each of
+    :data:`CONTEXTS`, twice over, and with spaces around;
+    decode: each special, unknown or unused id swapped for other ids of its type; the ids
+    after and before a greeting's ids, twice over, and each id alone;
     piece: nearby ids, then ids spread over the vocab, of the same token type first.
 
     >>> f = Finding("encode", "v", None, False, False, "\u0689\u066a", None)
@@ -58,18 +61,59 @@ def prediction_inputs(tok, f: Finding, param=None):
     if f.check == "decode":
         ids = tuple(f.decoded_ids)
         hello = tuple(tok.encode("Hello world", add_special=False, parse_special=False))
-        yield from dict.fromkeys([hello + ids, ids + hello, ids + ids, *((i,) for i in ids),
-                                  ids[1:], ids[:-1]])
+        swapped = [ids[:k] + (o,) + ids[k + 1:] for k, i in enumerate(ids) for o in _same_kind(tok, i)]
+        yield from dict.fromkeys(swapped + [hello + ids, ids + hello, ids + ids, *((i,) for i in ids),
+                                            ids[1:], ids[:-1]])
         return
     t = f.text
     chars = [param] if isinstance(param, str) and len(param) == 1 else []
+    chars += [c for c in points if c not in chars]
     chars += [c for c in dict.fromkeys(t) if c not in chars]
     seen = {t}
-    for x in [n.replace("{}", c) for c in chars for n in _NEIGHBOURS] + [p + t + s for p, s in CONTEXTS] + [
-            t + t, f" {t} ", t + " " + t]:
+    for x in [n.replace("{}", c) for c in chars for n in _NEIGHBOURS] + _special_swaps(tok, t) + [
+            p + t + s for p, s in CONTEXTS] + [t + t, f" {t} ", t + " " + t]:
         if x not in seen:
             seen.add(x)
             yield x
+
+
+def _special_ids(tok) -> dict[int, list[int]]:
+    """attr -> ids, for the special-like token types (control, user-defined, unknown, unused)."""
+    from harness.tokenizer.vocab import CONTROL, UNKNOWN, UNUSED, USER_DEFINED
+    v = tok.vocab
+    out: dict[int, list[int]] = {}
+    for i, a in enumerate(v.attrs):
+        for bit in (CONTROL, USER_DEFINED, UNKNOWN, UNUSED):
+            if a & bit:
+                out.setdefault(bit, []).append(i)
+    return out
+
+
+def _same_kind(tok, id: int, n: int = 3) -> list[int]:
+    """Up to ``n`` other ids of ``id``'s special-like type, spread over that type's ids."""
+    from harness.diagnosis.base import cached
+    groups = cached(tok, ("prediction special ids",), lambda: _special_ids(tok))
+    if not 0 <= id < tok.vocab.n_vocab:
+        return []
+    for bit, ids in groups.items():
+        if tok.vocab.attrs[id] & bit:
+            others = [i for i in ids if i != id]
+            step = max(1, len(others) // n)
+            return others[::step][:n]
+    return []
+
+
+def _special_swaps(tok, text: str) -> list[str]:
+    """``text`` with each special token text in it (longest first) swapped for others of its type."""
+    if tok is None:
+        return []
+    v = tok.vocab
+    out = []
+    for i in v.special_cache:
+        piece = v.tokens[i].decode("utf-8", "replace")
+        if piece and piece in text:
+            out += [text.replace(piece, v.tokens[o].decode("utf-8", "replace")) for o in _same_kind(tok, i)]
+    return out
 
 
 #: Fresh neighbours a prediction puts one code point between.
@@ -178,7 +222,11 @@ class Diagnoser:
         if v is None:
             return []
         out = []
-        for x in prediction_inputs(self.tok, f, v.param):
+        try:
+            points = tuple(chr(c) for c in v.prediction_points(self.tok))
+        except (HarnessError, ValueError):
+            points = ()
+        for x in prediction_inputs(self.tok, f, v.param, points):
             case = self.case_of_input(f, x)
             try:
                 differs = not _same(v.output(self.tok, case), exact_output(self.tok, case))

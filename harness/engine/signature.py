@@ -137,6 +137,20 @@ def piece_edit(ref: bytes, port: bytes) -> str:
     return "other bytes"
 
 
+#: Piece edits that are one defect whatever the token's kind (a lossy UTF-8 round trip, a
+#: stripped space): their signature names no kind, so byte and normal tokens are one cause.
+KIND_FREE_EDITS = ("invalid UTF-8 replaced", "leading space dropped", "leading space added", "byte as its text")
+
+
+def piece_signature(edit: str, kind: str) -> tuple:
+    """The signature of a piece defect: its edit, and the token kind where the kind matters.
+
+    >>> piece_signature("invalid UTF-8 replaced", "byte"), piece_signature("other bytes", "control")
+    (('piece', 'invalid UTF-8 replaced', 'any token'), ('piece', 'other bytes', 'control token'))
+    """
+    return ("piece", edit, "any token" if edit in KIND_FREE_EDITS else f"{kind} token")
+
+
 def piece_kind(piece: bytes) -> str:
     """What a token's piece is, for a signature: ``leading space`` (a space, or SPM's
     escaped one, before more), ``whitespace``, ``newline``, ``invalid-utf8``, or the

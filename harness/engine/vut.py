@@ -194,7 +194,7 @@ class VocabUnderTest:
         if f.check in ("piece", "decode"):
             ref, port = bytes(d.reference_ids), bytes(d.port_ids)
         if f.check == "piece":
-            return ("piece", sig.piece_edit(ref, port), f"{self.token_kind(f.decoded_ids[0])} token")
+            return sig.piece_signature(sig.piece_edit(ref, port), self.token_kind(f.decoded_ids[0]))
         if f.check == "decode":
             edit = sig.byte_edit(ref, port, d.index)
             if d.index >= len(ref):
@@ -205,7 +205,7 @@ class VocabUnderTest:
             own = self._own_piece(at, special)
             mine = self.reference.token_to_piece(at, special=special) if kind != "out-of-range" else None
             if own is not None and mine is not None and own != mine:
-                return ("piece", sig.piece_edit(mine, own), f"{kind} token")
+                return sig.piece_signature(sig.piece_edit(mine, own), kind)
             return (family, edit, f"{kind} token, " + ("start" if d.index == 0 else "inside"))
         ref, i = d.reference_ids, d.index
         edit = sig.token_edit(ref, d.port_ids, i)
@@ -216,7 +216,7 @@ class VocabUnderTest:
             # a token the port has another text for: the encode divergence is that token's
             own, mine = self._own_piece(ref[i], True), self.reference.token_to_piece(ref[i], special=True)
             if own is not None and own != mine:
-                return ("piece", sig.piece_edit(mine, own), f"{kind} token")
+                return sig.piece_signature(sig.piece_edit(mine, own), kind)
         return (family, edit, self._emitted(f, i))
 
     def _own_piece(self, id: int, special: bool) -> bytes | None:

@@ -116,6 +116,12 @@ def triggered_title(family: str, classes: str, triggers: list[str]) -> str:
             f"{shown} ({len(triggers)} code points)")
 
 
+#: What llama.cpp emitted where a finding's triggers, not its signature, say what the defect is:
+#: the text's content (not a wrapper token add_special adds, nor tokens added at the edges).
+_CONTENT = ("same text, other tokens", "other text", "whitespace", "newline", "unknown token", "byte token",
+            "special")
+
+
 def unexplained_key(signature: tuple, triggers=()) -> tuple:
     """The run-level key of a finding no explanation covers. An encode finding whose cause's
     code points diverge by themselves (``triggers``) is keyed by their major categories: one
@@ -129,7 +135,7 @@ def unexplained_key(signature: tuple, triggers=()) -> tuple:
     >>> unexplained_key(("encode", "drops", "special"), ("\\u066a",))
     ('unexplained', 'encode', 'triggered', 'P')
     """
-    if triggers and signature[:1] == ("encode",) and trigger_classes(triggers):
+    if triggers and signature[:1] == ("encode",) and signature[2:] and signature[2] in _CONTENT and trigger_classes(triggers):
         return ("unexplained", "encode", "triggered", trigger_classes(triggers))
     if len(signature) == 3 and signature[0] != "piece":
         return ("unexplained", signature[0], signature[2])
