@@ -54,10 +54,10 @@ class Diagnoser:
     def explains(self, keys, f):
         return any(self._output(b, f) == f.divergence.port_ids for b in keys)
 
-    def predictions(self, key, f, n):
-        """The text in other contexts, where the planted bug changes it."""
+    def predictions(self, key, f, n, other_flags=0):
+        """The text in other contexts, where the planted bug changes it (no other flags here)."""
         xs = [p + f.text + s for p, s in (("a", ""), ("", "b"), ("q ", " q"), ("", f.text))]
-        return [x for x in xs if BUGS[key](x) != x][:n]
+        return [(x, None) for x in xs if BUGS[key](x) != x][:n]
 
     def predicted(self, key, x, got):
         return got is not None and tuple(map(ord, BUGS[key](x))) == got.divergence.port_ids

@@ -23,7 +23,8 @@ A diagnosis must *predict*: a variant that reproduces the shrunk case (and up to
 :data:`CONFIRM` kept cases) names the cause only if the port answers as the variant does on
 :data:`PREDICT` fresh inputs where the variant and llama.cpp disagree
 (:meth:`Diagnoser.predictions`: the same input in other contexts, nearby and same-type
-tokens). A variant that fitted one short case by chance mispredicts and is dropped; the
+tokens, other special tokens; up to :data:`OTHER_FLAGS` of them under the check's other
+flag combinations, where the hunt offers a ``probe``). A variant that fitted one short case by chance mispredicts and is dropped; the
 cause is then named by the next variant that predicts, or stays unexplained. A port that
 went down is not asked: its diagnoses carry no predictions.
 
@@ -56,10 +57,14 @@ MAX_CAUSES = 4
 DIAGNOSES = 12
 #: Where an unexplained cause's code point is put to see if it diverges by itself.
 TRIGGER_CONTEXTS = ("{}", "a{}b", "x {} y")
+#: What a prediction gets when the port cannot answer it (unsupported, a port error).
+UNANSWERED = object()
 #: Loci kept per cause (most frequent first) for its characterisation.
 LOCI = 200
 #: Fresh inputs a diagnosis must predict to name a cause (see the module docstring).
 PREDICT = 8
+#: Of those, inputs under the check's other flag combinations (a variant about a flag must hold there too).
+OTHER_FLAGS = 3
 #: Explanations of one shrunk case tested by predictions (the catalogue's first ones).
 PREDICTED_EXPLANATIONS = 3
 
@@ -73,8 +78,10 @@ class Diagnoser(Protocol):
     def explains(self, keys: tuple[str, ...], finding) -> bool:
         """Whether one of the explanations reproduces the port's output on ``finding``."""
 
-    def predictions(self, key: str, finding, n: int) -> list:
-        """Up to ``n`` inputs where the explanation ``key`` and llama.cpp disagree."""
+    def predictions(self, key: str, finding, n: int, other_flags: int = 0) -> list:
+        """Up to ``n`` ``(input, flags)`` pairs where the explanation ``key`` and llama.cpp
+        disagree; ``flags`` None for the finding's own, else another combination (at most
+        ``other_flags`` of them)."""
 
     def predicted(self, key: str, x, got) -> bool:
         """Whether the port's answer on ``x`` (``got``: the rerun's finding, or None) is the explanation's."""
@@ -195,9 +202,13 @@ class CauseFinder:
     """The causes of one test, from its signature groups (see the module docstring)."""
 
     def __init__(self, rerun: Callable, shrink: Callable | None, diagnoser: Diagnoser | None,
-                 ask: bool = True):
+                 ask: bool = True, probe: Callable | None = None, other_flags: bool = False):
         self.rerun, self.shrink, self.diagnoser = rerun, shrink, diagnoser
         self.ask = ask  # the port can be asked (predictions); False once it went down
+        # probe(check, input, flags or None) -> finding, None (agrees) or UNANSWERED: a prediction
+        # asked of the port (default: rerun, which cannot tell a port error from agreement)
+        self.probe = probe or (lambda check, x, flags: self.rerun(x))
+        self.other_flags = other_flags  # the probe can run the check under other flag combinations
         self.causes: list[Cause] = []
         self.unattributed = 0  # divergent cases no cause took (past KEEP or MAX_CAUSES)
         self._rejected: set[str] = set()  # rebound keys whose predictions failed
@@ -216,8 +227,8 @@ class CauseFinder:
         key = rebind(cause.keys, f) if rebind else None
         if key is None or key in self._rejected:
             return False
-        made, passed = self._predicts(key, f)
-        if passed < made or (not made and self.ask):
+        made, passed, predicts = self._predicts(key, f)
+        if not predicts or (not made and self.ask):
             self._rejected.add(key)
             return False
         cause.explanations += (self.diagnoser.explanation(key),)
@@ -259,26 +270,41 @@ class CauseFinder:
             confirm = [f for f in others if self.diagnoser.explains((key,), f)][:CONFIRM]
             if confirm and not self.diagnoser.diagnose([cause.finding, *confirm]):
                 continue
-            n, ok = self._predicts(key, cause.finding)
-            if ok == n and (n or not self.ask):
+            n, ok, predicts = self._predicts(key, cause.finding)
+            if predicts and (n or not self.ask):
                 kept.append(explanation)
                 made, passed = made + n, passed + ok  # the accepted explanations' predictions
         cause.explanations = tuple(kept)
         cause.predictions = (made, passed) if self.ask else ()
 
-    def _predicts(self, key: str, f) -> tuple[int, int]:
-        """``(made, passed)``: the explanation's predictions asked of the port, and how many the
-        port answered as the explanation does (stops at the first miss). Nothing is asked of a
-        port that went down."""
+    def _predicts(self, key: str, f) -> tuple[int, int, bool]:
+        """``(made, passed, predicts)``: the explanation's predictions asked of the port, how many
+        the port answered as the explanation does, and whether that is enough. It predicts when every one under the cell's own
+        flags passes (it stops at the first miss) and most of those under other flag
+        combinations do: there a second bug of that combination (a port that forgets its forced
+        BOS on an empty text, say) may answer one of them, and where the port parts from
+        llama.cpp in another way the prediction tells nothing and is not counted. Nothing is
+        asked of a port that went down (it predicts nothing then, and is kept unrefuted)."""
         if not self.ask:
-            return 0, 0
-        made = passed = 0
-        for x in self.diagnoser.predictions(key, f, PREDICT):
-            made += 1
-            if not self.diagnoser.predicted(key, x, self.rerun(x)):
-                break
-            passed += 1
-        return made, passed
+            return 0, 0, True
+        own = [0, 0]
+        other = [0, 0]
+        for x, flags in self.diagnoser.predictions(key, f, PREDICT, OTHER_FLAGS if self.other_flags else 0):
+            got = self.probe(f.check, x, flags)
+            if got is UNANSWERED:
+                continue  # unsupported or a port error: no evidence either way
+            ok = self.diagnoser.predicted(key, x, got)
+            if flags is not None:
+                if got is not None and not ok:
+                    continue  # the port parts from llama.cpp in another way there: no evidence
+                other[0] += 1
+                other[1] += ok
+                continue
+            own[0] += 1
+            if not ok:
+                return own[0] + other[0], own[1] + other[1], False
+            own[1] += 1
+        return own[0] + other[0], own[1] + other[1], 2 * other[1] > other[0] or not other[0]
 
     # --- one group ---------------------------------------------------------------------
     def settle(self, group: Group, signature: Callable) -> None:

@@ -90,26 +90,28 @@ def _special_ids(tok) -> dict[int, list[int]]:
 
 
 def _same_kind(tok, id: int, n: int = 3) -> list[int]:
-    """Up to ``n`` other ids of ``id``'s special-like type, spread over that type's ids."""
+    """Up to ``n`` other ids of ``id``'s special-like type, spread over that type's ids, then
+    one of each other special-like type (a variant about every special must hold for those
+    too); none for a normal token."""
     from harness.diagnosis.base import cached
     groups = cached(tok, ("prediction special ids",), lambda: _special_ids(tok))
     if not 0 <= id < tok.vocab.n_vocab:
         return []
-    for bit, ids in groups.items():
-        if tok.vocab.attrs[id] & bit:
-            others = [i for i in ids if i != id]
-            step = max(1, len(others) // n)
-            return others[::step][:n]
-    return []
+    mine = next((bit for bit in groups if tok.vocab.attrs[id] & bit), None)
+    if mine is None:
+        return []
+    others = [i for i in groups[mine] if i != id]
+    step = max(1, len(others) // n)
+    return others[::step][:n] + [ids[len(ids) // 2] for bit, ids in groups.items() if bit != mine and ids]
 
 
 def _special_swaps(tok, text: str) -> list[str]:
-    """``text`` with each special token text in it (longest first) swapped for others of its type."""
+    """``text`` with each special token text in it (longest first) swapped for other specials' texts."""
     if tok is None:
         return []
     v = tok.vocab
     out = []
-    for i in v.special_cache:
+    for i in sorted(v.special_cache, key=lambda i: -len(v.tokens[i])):
         piece = v.tokens[i].decode("utf-8", "replace")
         if piece and piece in text:
             out += [text.replace(piece, v.tokens[o].decode("utf-8", "replace")) for o in _same_kind(tok, i)]
@@ -118,6 +120,21 @@ def _special_swaps(tok, text: str) -> list[str]:
 
 #: Fresh neighbours a prediction puts one code point between.
 _NEIGHBOURS = ("{}", "a{}b", "x {} y", "1{}2", "{}{}", "Hello{}", "{}world", "\u4e2d{}\u6587", "\u00e9{}\u00e9")
+
+
+def f_input(f: Finding):
+    """A finding's input in the hunt's form: its text, its ids, or its one id (piece)."""
+    if f.check == "piece":
+        return f.decoded_ids[0]
+    return tuple(f.decoded_ids) if f.check == "decode" else f.text
+
+
+def _other_flags(f: Finding) -> list[tuple[bool, bool]]:
+    """The flag combinations of ``f``'s check other than its own, in a fixed order."""
+    if f.check == "piece":
+        return [(not bool(f.unparse_special), False)]
+    own = (bool(f.remove_special), bool(f.unparse_special)) if f.check == "decode" else (f.add_special, f.parse_special)
+    return [fl for fl in ((False, False), (False, True), (True, False), (True, True)) if fl != own]
 
 
 def _piece_inputs(tok, id: int):
@@ -209,43 +226,53 @@ class Diagnoser:
         want = case.port_output
         return (bytes(out) if isinstance(want, bytes) else tuple(out)) == want
 
-    def predictions(self, key: str, f: Finding, n: int) -> list:
-        """Up to ``n`` fresh inputs, in the hunt's form (a text, an id tuple, an id), on which
-        the variant ``key`` and llama.cpp disagree: what a port with exactly that bug must
-        answer differently from llama.cpp. They come from the finding's own input put in
-        other contexts (:func:`prediction_inputs`), so a variant that fitted one short case
-        by chance meets inputs it was not fitted to.
+    def predictions(self, key: str, f: Finding, n: int, other_flags: int = 0) -> list:
+        """Up to ``n`` fresh ``(input, flags)`` pairs on which the variant ``key`` and llama.cpp
+        disagree: what a port with exactly that bug must answer differently from llama.cpp.
+        The input is in the hunt's form (a text, an id tuple, an id); ``flags`` is None for the
+        finding's own flag combination, else another one (``(add_special, parse_special)``,
+        ``(remove_special, unparse_special)`` or ``(special, False)``), for up to
+        ``other_flags`` of them: a variant about a flag must hold under the others too. They
+        come from the finding's own input put in other contexts (:func:`prediction_inputs`),
+        so a variant that fitted one short case by chance meets inputs it was not fitted to.
 
         The order is fixed (no clock, no global random state): the same finding gives the
         same predictions on any machine."""
         v = self._bound.get(key)
         if v is None:
             return []
-        out = []
         try:
             points = tuple(chr(c) for c in v.prediction_points(self.tok))
         except (HarnessError, ValueError):
             points = ()
-        for x in prediction_inputs(self.tok, f, v.param, points):
-            case = self.case_of_input(f, x)
+        inputs = list(prediction_inputs(self.tok, f, v.param, points))
+        own = self._disagreeing(v, f, ((x, None) for x in inputs), n - min(other_flags, n // 2))
+        others = self._disagreeing(v, f, ((x, fl) for fl in _other_flags(f) for x in [f_input(f)] + inputs),
+                                   other_flags)
+        return (own + others + self._disagreeing(v, f, ((x, None) for x in inputs), n)[len(own):])[:n]
+
+    def _disagreeing(self, v, f: Finding, pairs, n: int) -> list:
+        out = []
+        for x, flags in pairs:
+            if len(out) >= n:
+                break
+            case = self.case_of_input(f, x, flags)
             try:
                 differs = not _same(v.output(self.tok, case), exact_output(self.tok, case))
             except (HarnessError, ValueError, UnicodeError, RecursionError):
                 continue
-            if differs:
-                out.append(x)
-                if len(out) >= n:
-                    break
+            if differs and (x, flags) not in out:
+                out.append((x, flags))
         return out
 
-    def case_of_input(self, f: Finding, x):
-        """A case with ``f``'s check and flags for another input ``x`` (no port output yet)."""
+    def case_of_input(self, f: Finding, x, flags=None):
+        """A case with ``f``'s check (and its flags, or ``flags``) for another input ``x`` (no port output yet)."""
         from harness.diagnosis import Case
         if f.check == "decode":
-            return Case("decode", tuple(x), (bool(f.remove_special), bool(f.unparse_special)), b"")
+            return Case("decode", tuple(x), flags or (bool(f.remove_special), bool(f.unparse_special)), b"")
         if f.check == "piece":
-            return Case("piece", (int(x),), (bool(f.unparse_special), False), b"")
-        return Case(f.check, x, (f.add_special, f.parse_special), ())
+            return Case("piece", (int(x),), flags or (bool(f.unparse_special), False), b"")
+        return Case(f.check, x, flags or (f.add_special, f.parse_special), ())
 
     def predicted(self, key: str, x, got: Finding | None) -> bool:
         """Whether the port's answer on prediction input ``x`` is the variant's: ``got`` is the

@@ -46,7 +46,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from harness.engine.causes import CauseFinder, Group
+from harness.engine.causes import UNANSWERED, CauseFinder, Group
 from harness.engine.replay import jsonable, save_replay
 from harness.errors import PortError, PortRequestError, PortUnsupported, root_cause
 
@@ -143,13 +143,16 @@ class Hunt:
     divergent input reported); ``shrink(input, keeps)`` minimises an input;
     ``diagnosis`` (a :class:`~harness.engine.causes.Diagnoser`) names each group's causes
     and finds the hidden ones (:mod:`harness.engine.causes`); ``detail(finding)`` adds
-    what only the final findings need (token spans).
+    what only the final findings need (token spans); ``probe(check, input, flags)`` runs the
+    check under another flag combination, for the diagnoses' predictions.
     """
 
     def __init__(self, check: str, flags: str, run: Callable[[Any], Any], *, vocab: str,
                  signature: Callable | None = None, shrink: Callable | None = None,
-                 detail: Callable | None = None, replay_key: str | None = None, diagnosis=None):
+                 detail: Callable | None = None, replay_key: str | None = None, diagnosis=None,
+                 probe: Callable | None = None):
         self.run, self.signature, self.shrink, self.detail = run, signature, shrink, detail
+        self.probe = probe  # probe(check, input, flags) -> Finding | None: the check under other flags
         self.diagnosis = diagnosis
         self.tally = Tally(vocab, check, flags)
         self.groups: dict[Any, Group] = {}  # signature -> its divergent inputs (first, count, sample)
@@ -323,7 +326,8 @@ class Hunt:
         # still diagnosed: the catalogue replays its variants on the recorded output, not the port.
         up = not self.down
         finder = CauseFinder(self._rerun if up else (lambda x: None), self.shrink if up else None,
-                             self.diagnosis if self.signature else None, ask=up)
+                             self.diagnosis if self.signature else None, ask=up,
+                             probe=self._probe if up else None, other_flags=self.probe is not None)
         for sig, group in self.groups.items():
             finder.settle(group, self.signature or (lambda f, sig=sig: sig))
         shrunk = []
@@ -346,6 +350,18 @@ class Hunt:
             return self.detail(found)
         except Exception:  # the token spans are a convenience: the finding stands without them
             return found
+
+    def _probe(self, check: str, x, flags):
+        """A prediction (never a case), under the test's own flags (``flags`` None) or others:
+        the finding, None if the port agrees, or :data:`UNANSWERED` if it could not answer
+        (unsupported, a port error): that is no evidence either way."""
+        try:
+            return self.run(x) if flags is None else self.probe(check, x, flags)
+        except PortError:
+            return UNANSWERED
+        except Exception as e:  # the check raised on a probe: an error, still not a case
+            self.crash(e)
+            return None
 
     def _rerun(self, x):
         """A shrink attempt (never a case): the finding, or None if it agrees or fails."""

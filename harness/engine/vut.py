@@ -277,6 +277,19 @@ class VocabUnderTest:
                  tuple(token_spans(data, [own.get(i, both.get(i, b"")) for i in d.port_ids[:limit]])))
         return replace(f, pieces={**f.pieces, **ref}, port_pieces=own, spans=spans)
 
+    def probe(self, check: str, x, flags: tuple[bool, bool]) -> Finding | None:
+        """``check`` on input ``x`` under ``flags`` (``(add_special, parse_special)``,
+        ``(remove_special, unparse_special)`` or ``(special, _)``): a diagnosis's prediction
+        under a flag combination other than its cell's."""
+        a, b = flags
+        if check == "decode":
+            return self.check_decode(x, a, b)
+        if check == "piece":
+            return self.check_piece(int(x), a)
+        if check == "golden":
+            check = "encode"
+        return self.check_encode(x, a, b, check=check)
+
     # --- the checks -----------------------------------------------------------------------
     def check_encode(self, text: str, add_special: bool, parse_special: bool,
                      check: str = "encode") -> Finding | None:

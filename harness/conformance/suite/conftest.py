@@ -122,7 +122,8 @@ def hunt(request, session, vocab):
 
     def make(check: str, flags: str, run, **options) -> Hunt:
         h = Hunt(check, flags, run, vocab=label_of(vocab),
-                 replay_key=request.node.nodeid, detail=session.vocab(vocab).with_spans, **options)
+                 replay_key=request.node.nodeid, detail=session.vocab(vocab).with_spans,
+                 probe=session.vocab(vocab).probe, **options)
         h.tally.restarts = session.take_restarts(vocab)
         made.append(h)
         request.node.conformance_hunts = made
