@@ -187,7 +187,7 @@ def test_from_reports_through_the_cli_writes_json_and_md(toy, monkeypatch, capsy
     md = (out / "diagnosis-bench.md").read_text()
     assert "| C7 | control-decode | (none) | unexplained (mixed: findings of nbsp-split, control-decode) |" in md
     assert "- `byte-piece`: C3, C4 (named correctly" in md
-    assert "| toy | 4 | 4 | 7 | 1.25 | 2 | 2 | 3 | 2 | 1 | 3.5 |" in capsys.readouterr().out
+    assert "| toy | 4 | 4 | 7 | 1.25 | 2 | 2 | 3 | 2 | 1 | 0 | 3.5 |" in capsys.readouterr().out
 
 
 def test_a_port_without_a_report_is_a_row_with_the_reason(toy):
@@ -241,3 +241,19 @@ def test_a_run_gets_the_fixed_seed_the_labels_vocabs_and_an_empty_store(toy, mon
     assert "CONFORMANCE_SEED" not in bench.os.environ  # restored after the run
     steps = json.loads((pdir / "steps.json").read_text())
     assert steps["run"]["report"] == "diagnosis-bench/toy/conformance.html"
+
+
+def test_a_cause_on_an_adapter_effect_is_the_adapter_s_counted_apart(toy, tmp_path):
+    """C6 (piece_is_decode on a text no bug matches) is unmatched and wrong; with an adapter
+    effect labelled for it (the adapter answers pieces through decode), it is the adapter's:
+    right by that effect's diagnoses, and out of the package's causes and wrong diagnoses."""
+    labels = json.loads((toy["dir"] / "labels" / "toy.json").read_text())
+    labels["adapter_effects"] = [{"id": "piece-via-decode", "vocabs": ["toy"], "diagnoses": ["piece_is_decode"],
+                                  "match": {"text": "^zz$"}}]
+    path = tmp_path / "more" / "toy.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(labels))
+    row = bench.score_report(load_labels(path), report(), toy["types"])
+    (c6,) = [a for a in row["assignment"] if a["cause"] == "C6"]
+    assert (c6["bug"], c6["adapter"], c6["verdict"]) == (None, "piece-via-decode", "right")
+    assert (row["causes"], row["adapter_causes"], row["wrong_diagnoses"], row["unmatched"]) == (6, 1, 1, 1)

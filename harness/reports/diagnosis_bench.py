@@ -9,7 +9,7 @@ check the assignment.
 ...        "named_correctly": 1, "wrong_diagnoses": 0, "unexplained": 1, "unmatched": 1, "mixed": 0,
 ...        "wall_s": 12.5}
 >>> table_row(row)
-'| toy | 2 | 1 | 3 | 2.0 | 1 | 0 | 1 | 1 | 0 | 12.5 |'
+'| toy | 2 | 1 | 3 | 2.0 | 1 | 0 | 1 | 1 | 0 | – | 12.5 |'
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ README_END = "<!-- diagnosis-bench:end -->"
 COLUMNS = (("port", "port"), ("true_bugs", "true bugs"), ("bugs_found", "bugs found"), ("causes", "causes"),
            ("causes_per_found_bug", "causes per found bug"), ("named_correctly", "bugs named correctly"),
            ("wrong_diagnoses", "wrong diagnoses"), ("unexplained", "unexplained causes"),
-           ("unmatched", "unmatched causes"), ("mixed", "mixed causes"), ("wall_s", "wall s"))
+           ("unmatched", "unmatched causes"), ("mixed", "mixed causes"),
+           ("adapter_causes", "adapter causes"), ("wall_s", "wall s"))
 
 
 def _cell(value) -> str:
@@ -64,7 +65,8 @@ def _cause_line(a: dict) -> str:
     mixed = f" (mixed: findings of {', '.join(a['mixed'])})" if a.get("mixed") else ""
     title = a.get("title") or ""
     title = title if len(title) <= 110 else title[:107] + "..."
-    return (f"| {a['cause']} | {a['bug'] or '(none)'} | {a['diagnosis'] or '(none)'} | {a['verdict']}{mixed} | "
+    bug = a["bug"] or (f"adapter: {a['adapter']}" if a.get("adapter") else "(none)")
+    return (f"| {a['cause']} | {bug} | {a['diagnosis'] or '(none)'} | {a['verdict']}{mixed} | "
             f"{a.get('cases', 0)} | {title.replace('|', '/')} |")
 
 

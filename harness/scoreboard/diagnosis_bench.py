@@ -48,8 +48,8 @@ from harness.scoreboard.summary import read_report
 #: The seed of every run when $CONFORMANCE_SEED is not set.
 DEFAULT_SEED = 1
 #: The row's counts that add up in the total row.
-COUNTS = ("true_bugs", "bugs_found", "causes", "named_correctly", "wrong_diagnoses", "unexplained",
-          "unmatched", "mixed", "matched_causes")
+COUNTS = ("true_bugs", "bugs_found", "causes", "adapter_causes", "named_correctly", "wrong_diagnoses",
+          "unexplained", "unmatched", "mixed", "matched_causes")
 
 
 def verdict(diagnosis: str | None, bug: Bug | None) -> str:
@@ -59,15 +59,23 @@ def verdict(diagnosis: str | None, bug: Bug | None) -> str:
     return "right" if bug is not None and diagnosis in bug.diagnoses else "wrong"
 
 
-def assign(cause: dict, findings: list[dict], bugs: list[Bug], token_types: TokenTypes) -> dict:
+def assign(cause: dict, findings: list[dict], bugs: list[Bug], token_types: TokenTypes,
+           adapter: tuple[Bug, ...] = ()) -> dict:
     """One cause's bug (from its minimal example), verdict and, if its findings match two
-    bugs or more, those bugs (``mixed``, in file order)."""
+    bugs or more, those bugs (``mixed``, in file order). A cause no bug matches but an
+    adapter effect does is the adapter's (``adapter``), judged by that effect's diagnoses."""
     bug = first_bug(bugs, cause["example"], token_types)
+    effect = first_bug(adapter, cause["example"], token_types) if bug is None else None
+    if effect is not None:
+        e = next(b for b in adapter if b.id == effect)
+        return {"cause": cause["id"], "bug": None, "adapter": effect, "diagnosis": cause.get("diagnosis"),
+                "verdict": verdict(cause.get("diagnosis"), e), "mixed": [], "cases": cause.get("cases", 0),
+                "title": cause.get("title", "")}
     seen = {bug} | {first_bug(bugs, findings[k], token_types) for k in cause.get("findings", [])
                     if 0 <= k < len(findings)}
     mixed = [b.id for b in bugs if b.id in seen] if len(seen - {None}) > 1 else []
     by_id = {b.id: b for b in bugs}
-    return {"cause": cause["id"], "bug": bug, "diagnosis": cause.get("diagnosis"),
+    return {"cause": cause["id"], "bug": bug, "adapter": None, "diagnosis": cause.get("diagnosis"),
             "verdict": verdict(cause.get("diagnosis"), by_id.get(bug)), "mixed": mixed,
             "cases": cause.get("cases", 0), "title": cause.get("title", "")}
 
@@ -87,18 +95,21 @@ def score_report(labels: Labels, report: dict, token_types: TokenTypes, wall_s: 
     """One port's row: its causes scored against its labels (see the module docstring)."""
     vocabs = sorted({c["vocab"] for c in report.get("cells", [])})
     bugs = true_bugs(labels, vocabs)
-    assignment = [assign(c, report.get("divergences", []), bugs, token_types) for c in report["causes"]]
+    assignment = [assign(c, report.get("divergences", []), bugs, token_types, labels.adapter_effects)
+                  for c in report["causes"]]
+    package = [a for a in assignment if not a["adapter"]]
     entries = [bug_entry(b, assignment) for b in bugs]
     found = sum(1 for b in entries if b["causes"])
     matched = sum(1 for a in assignment if a["bug"])
     return {"port": labels.port, "vocabs": vocabs, "failure": "", "wall_s": wall_s,
-            "true_bugs": len(bugs), "bugs_found": found, "causes": len(assignment),
+            "true_bugs": len(bugs), "bugs_found": found, "causes": len(package),
+            "adapter_causes": len(assignment) - len(package),
             "causes_per_found_bug": round(matched / found, 2) if found else None,
             "named_correctly": sum(b["named"] for b in entries),
-            "wrong_diagnoses": sum(a["verdict"] == "wrong" for a in assignment),
-            "unexplained": sum(a["verdict"] == "unexplained" for a in assignment),
-            "unmatched": sum(a["bug"] is None for a in assignment),
-            "mixed": sum(bool(a["mixed"]) for a in assignment), "matched_causes": matched,
+            "wrong_diagnoses": sum(a["verdict"] == "wrong" for a in package),
+            "unexplained": sum(a["verdict"] == "unexplained" for a in package),
+            "unmatched": sum(a["bug"] is None for a in package),
+            "mixed": sum(bool(a["mixed"]) for a in package), "matched_causes": matched,
             "bugs": entries, "assignment": assignment}
 
 

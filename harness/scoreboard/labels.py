@@ -66,6 +66,9 @@ class Labels:
     port: str
     vocabs: tuple[str, ...]
     bugs: tuple[Bug, ...]
+    # What the scoreboard's adapter, not the package, does (``adapter_effects``): a cause on one
+    # of them is the adapter's, counted apart from the package's bugs.
+    adapter_effects: tuple[Bug, ...] = ()
 
 
 def _strings(value, where: str, choices: tuple[str, ...] | None = None) -> tuple[str, ...]:
@@ -153,7 +156,11 @@ def load_labels(path: Path) -> Labels:
     twice = sorted({i for i in ids if ids.count(i) > 1})
     if twice:
         raise LabelError(f"{path}: bug id(s) {', '.join(map(repr, twice))} used twice; ids must be unique")
-    return Labels(path, data["port"], _strings(data["vocabs"], f"{path}: key 'vocabs'"), bugs)
+    effects = data.get("adapter_effects", [])
+    if not isinstance(effects, list):
+        raise LabelError(f"{path}: key 'adapter_effects' must be a list of objects like bugs'")
+    adapter = tuple(_bug(b, f"{path}: adapter_effects[{k}]") for k, b in enumerate(effects))
+    return Labels(path, data["port"], _strings(data["vocabs"], f"{path}: key 'vocabs'"), bugs, adapter)
 
 
 class TokenTypes:
