@@ -59,6 +59,9 @@ class Diagnoser:
         xs = [p + f.text + s for p, s in (("a", ""), ("", "b"), ("q ", " q"), ("", f.text))]
         return [(x, None) for x in xs if BUGS[key](x) != x][:n]
 
+    def agreements(self, key, f, n):
+        return []
+
     def predicted(self, key, x, got):
         return got is not None and tuple(map(ord, BUGS[key](x))) == got.divergence.port_ids
 

@@ -65,6 +65,10 @@ LOCI = 200
 PREDICT = 8
 #: Of those, inputs under the check's other flag combinations (a variant about a flag must hold there too).
 OTHER_FLAGS = 3
+#: An explanation with fewer own-flag predictions than this is narrow: it is held to agreements too.
+NARROW = 2
+#: Inputs around a narrow explanation's case where it agrees with llama.cpp, asked of the port.
+AGREEMENTS = 3
 #: Explanations of one shrunk case tested by predictions (the catalogue's first ones).
 PREDICTED_EXPLANATIONS = 3
 
@@ -82,6 +86,9 @@ class Diagnoser(Protocol):
         """Up to ``n`` ``(input, flags)`` pairs where the explanation ``key`` and llama.cpp
         disagree; ``flags`` None for the finding's own, else another combination (at most
         ``other_flags`` of them)."""
+
+    def agreements(self, key: str, finding, n: int) -> list:
+        """Up to ``n`` inputs (the finding's own flags) where the explanation ``key`` and llama.cpp agree."""
 
     def predicted(self, key: str, x, got) -> bool:
         """Whether the port's answer on ``x`` (``got``: the rerun's finding, or None) is the explanation's."""
@@ -304,11 +311,22 @@ class CauseFinder:
             if not ok:
                 return own[0] + other[0], own[1] + other[1], False
             own[1] += 1
+        if own[0] < NARROW:
+            # A narrow explanation (its case the only one it changes, nearly) also claims the port
+            # is right around it: where the port parts from llama.cpp there the same way, the
+            # defect is wider than the explanation ("no BOS on an empty text" for no BOS at all).
+            for x in self.diagnoser.agreements(key, f, AGREEMENTS):
+                got = self.probe(f.check, x, None)
+                if got is UNANSWERED or got is None:
+                    continue
+                if self._signature(got) == self._signature(f):
+                    return own[0] + other[0] + 1, own[1] + other[1], False
         return own[0] + other[0], own[1] + other[1], 2 * other[1] > other[0] or not other[0]
 
     # --- one group ---------------------------------------------------------------------
     def settle(self, group: Group, signature: Callable) -> None:
         """Give the group's cases to causes, known or new."""
+        self._signature = signature
         first_x, first_f = group.kept[0]
         first_f = self.rerun(first_x) or first_f
         if self.diagnoser is None:

@@ -251,6 +251,24 @@ class Diagnoser:
                                    other_flags)
         return (own + others + self._disagreeing(v, f, ((x, None) for x in inputs), n)[len(own):])[:n]
 
+    def agreements(self, key: str, f: Finding, n: int) -> list:
+        """Up to ``n`` inputs of :func:`prediction_inputs` (the finding's own flags) where the
+        variant ``key`` answers what llama.cpp answers: a narrow variant claims the port does too."""
+        v = self._bound.get(key)
+        if v is None:
+            return []
+        out = []
+        for x in prediction_inputs(self.tok, f, v.param):
+            if len(out) >= n:
+                break
+            case = self.case_of_input(f, x)
+            try:
+                if _same(v.output(self.tok, case), exact_output(self.tok, case)):
+                    out.append(x)
+            except (HarnessError, ValueError, UnicodeError, RecursionError):
+                continue
+        return out
+
     def _disagreeing(self, v, f: Finding, pairs, n: int) -> list:
         out = []
         for x, flags in pairs:
