@@ -170,8 +170,11 @@ def _causes(findings: list[Finding]) -> str:
         folded = (f"<details><summary>{len(others)} more finding(s) of this cause</summary>"
                   f"{''.join(_finding(findings[k]) for k in others)}</details>") if others else ""
         out.append(f"<div class='cause' id='cause-{e(c.id)}'><h3>{e(c.id)} &middot; {e(c.title)}</h3>"
-                   f"<p>diagnosis: <b>{e(c.diagnosis or 'none (no catalogue variant reproduces it)')}</b>"
+                   f"<p>diagnosis: <b>{e(c.diagnosis or 'none (no catalogue variant reproduces it and predicts the port)')}</b>"
+                   + (f" (it predicted the port on {c.predictions[1]} of {c.predictions[0]} fresh input(s))"
+                      if c.diagnosis and c.predictions else "")
                    + (f"<br>rule: {e(c.rule)}" if c.rule else "")
+                   + (f"<br>shows at: {e(c.characterisation)}" if c.characterisation else "")
                    + f"<br>shows in {e(c.where())} &middot; <b>{c.cases}</b> divergent case(s)</p>"
                    f"<p>the smallest example:</p>{_finding(findings[c.example])}{folded}</div>")
     return "".join(out)
