@@ -227,7 +227,8 @@ def test_the_report_lists_causes_first_and_every_finding_carries_its_cause(tmp_p
     assert data["schema"] == 3 and data["totals"]["causes"] == 1
     (cause,) = data["causes"]
     assert cause["id"] == "C1" and cause["diagnosis"] == "nel" and cause["rule"] == "a rule"
-    assert cause["findings"] == [1, 0] and cause["example"]["text"] == "a" and cause["cases"] == 7
+    # findings in test order (…[qwen2-add] before …[qwen2-plain]), the example first
+    assert cause["findings"] == [0, 1] and cause["example"]["text"] == "a" and cause["cases"] == 7
     assert [d["cause"] for d in data["divergences"]] == ["C1", "C1"]
     summary = "\n".join(text for _title, text in r.summary("r"))
     assert summary.index("bug nel") < summary.index("vocab       flags") and "1 cause(s) in 7 divergent" in summary
@@ -236,6 +237,24 @@ def test_the_report_lists_causes_first_and_every_finding_carries_its_cause(tmp_p
     html = (tmp_path / "conformance.html").read_text()
     assert html.count("class='cause'") == 1 and "<details><summary>1 more finding(s)" in html
     assert json.loads((tmp_path / "conformance.json").read_text())["causes"][0]["title"] == "bug nel"
+
+
+def test_the_order_workers_finish_in_changes_nothing_in_the_causes():
+    """The same tallies arriving in another order (another worker first, a loaded machine)
+    give byte-identical causes and divergences."""
+    fs = [_finding("qwen2", "encode", "plain", "abc", 5, ("nel",)), _finding("gpt-2", "known", "add", "a", 2),
+          _finding("qwen2", "decode", "plain", "zz", 9)]
+    tallies = [{"counts": {"vocab": f.vocab, "check": f.check, "flags": f.flags, "cases": 9, "divergent": f.cases},
+                "test": f"test_{f.check}[{f.vocab}-{f.flags}]", "findings": [f.to_json()], "port_errors": [],
+                "restarts": []} for f in fs]
+
+    def report(order):
+        r = RunReport()
+        for k in order:
+            r.add(tallies[k], f"gw{k}")
+        data = r.to_json({"pin": "x"})
+        return json.dumps([data["causes"], data["divergences"]], sort_keys=True)
+    assert report([0, 1, 2]) == report([2, 0, 1]) == report([1, 2, 0])
 
 
 def test_two_piece_bugs_of_one_token_kind_are_two_signatures(inproc):

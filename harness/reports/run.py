@@ -76,6 +76,7 @@ its own test time).
 
 from __future__ import annotations
 
+import bisect
 import json
 import time
 from pathlib import Path
@@ -149,8 +150,11 @@ class RunReport:
             return
         self.cells.append(counts)
         self.tests.append((data["test"], counts))
-        self.findings += [Finding.from_json(f) for f in data["findings"]]
-        self.finding_tests += [data["test"]] * len(data["findings"])
+        # Findings in test order, not arrival order: which worker finishes first must not
+        # change the report (a cause's findings are indices into this list).
+        at = bisect.bisect_right(self.finding_tests, data["test"])
+        self.findings[at:at] = [Finding.from_json(f) for f in data["findings"]]
+        self.finding_tests[at:at] = [data["test"]] * len(data["findings"])
         if counts.get("errors"):
             self.errors.append(_error_entry(counts, data["test"]))
         for err in data["port_errors"]:
