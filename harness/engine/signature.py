@@ -25,6 +25,21 @@ from __future__ import annotations
 TOKEN_KINDS = {1: "normal", 2: "unknown", 3: "control", 4: "user_defined", 5: "unused", 6: "byte"}
 
 
+def attr_kind(attr: int) -> str:
+    """The kind of a token from llama.cpp's attribute bits (harness.tokenizer.vocab), the type
+    bits in the order llama.cpp's own checks take them.
+
+    >>> attr_kind(8), attr_kind(8 | 2), attr_kind(4), attr_kind(0)
+    ('control', 'unused', 'normal', 'undefined')
+    """
+    from harness.tokenizer.vocab import BYTE, CONTROL, NORMAL, UNKNOWN, UNUSED, USER_DEFINED
+    for bit, kind in ((BYTE, "byte"), (UNKNOWN, "unknown"), (UNUSED, "unused"), (CONTROL, "control"),
+                      (USER_DEFINED, "user_defined"), (NORMAL, "normal")):
+        if attr & bit:
+            return kind
+    return "undefined"
+
+
 def char_class(ch: str) -> str:
     """llama.cpp's own class of one character (its Unicode 15.1 flag table), for
     divergence signatures.

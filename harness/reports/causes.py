@@ -92,16 +92,21 @@ _EDIT = {"adds": "adds characters", "drops": "drops characters", "replaces": "ha
 
 #: Unicode major general categories, as a title names them.
 _MAJOR = {"L": "letter", "M": "mark", "N": "number", "P": "punctuation", "S": "symbol", "Z": "separator",
-          "C": "other (control, format, unassigned)"}
+          "C": "other (control, format, unassigned)", "compat": "compatibility (NFKC-changed)"}
 
 
 def trigger_classes(triggers) -> str:
-    """The major general categories of a cause's triggers, e.g. ``'P'`` or ``'L+N'``.
+    """The class of a cause's triggers: ``compat`` when every one has a compatibility
+    decomposition (NFKC changes it: Ⅶ, ①, ｋ, ˘, a defect of normalisation whatever the
+    category), else their major general categories, e.g. ``'P'`` or ``'L+N'``.
 
-    >>> trigger_classes(["\\u066a", "\\u2019"]), trigger_classes(["\\u0416", "7"])
-    ('P', 'L+N')
+    >>> trigger_classes(["\\u066a", "\\u2019"]), trigger_classes(["\\u0416", "7"]), trigger_classes(["\\u2166", "\\uff4b"])
+    ('P', 'L+N', 'compat')
     """
-    return "+".join(sorted({unicodedata.category(c)[0] for c in triggers if len(c) == 1}))
+    chars = [c for c in triggers if len(c) == 1]
+    if chars and all(unicodedata.normalize("NFKC", c) != c for c in chars):
+        return "compat"
+    return "+".join(sorted({unicodedata.category(c)[0] for c in chars}))
 
 
 def triggered_title(family: str, classes: str, triggers: list[str]) -> str:
@@ -137,6 +142,8 @@ def unexplained_key(signature: tuple, triggers=()) -> tuple:
     """
     if triggers and signature[:1] == ("encode",) and signature[2:] and signature[2] in _CONTENT and trigger_classes(triggers):
         return ("unexplained", "encode", "triggered", trigger_classes(triggers))
+    if len(signature) == 3 and signature[1] == "adds" and signature[2] in ("start", "inside", "end"):
+        return ("unexplained", signature[0], "adds tokens")  # where depends on the text, not the defect
     if len(signature) == 3 and signature[0] != "piece":
         return ("unexplained", signature[0], signature[2])
     return ("unexplained", *signature)
@@ -160,6 +167,8 @@ def unexplained_title(signature: tuple) -> str:
     if len(signature) != 3:
         return f"unexplained: {' / '.join(map(str, signature)) or 'divergence'}"
     family, edit, what = signature
+    if what == "adds tokens":
+        return f"unexplained ({family}): the port adds tokens llama.cpp does not emit"
     if family == "piece":
         return f"unexplained (piece, decode): the port's piece of {what.replace(' token', ' tokens')}: {edit}"
     if family == "decode":
@@ -298,6 +307,8 @@ def group_causes(findings: list[Finding]) -> list[Cause]:
             signature = tuple(findings[example].signature)
             if len(edits) > 1:  # one localised difference met through several edits
                 signature = (signature[0], "replaces", *signature[2:])
+            if key[2:] == ("adds tokens",) and len({tuple(findings[k].signature)[2:] for k in idx}) > 1:
+                signature = (signature[0], "adds", "adds tokens")  # at the start, inside and at the end
             title, rule, diagnosis = unexplained_title(signature), None, None
             if key[2:3] == ("triggered",):
                 triggers = sorted({c for k in idx for c in findings[k].triggers})

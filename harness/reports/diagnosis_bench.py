@@ -54,7 +54,8 @@ def header_line(bench: dict) -> str:
     """
     h = bench["header"]
     budget = f" --budget {h['budget']}" if h.get("budget") else ""
-    line = (f"Pin {h.get('pin')}, generated {h.get('generated')} ({h.get('machine')}); each port run with "
+    engine = f", engine {h['engine']}" if h.get("engine") else ""
+    line = (f"Pin {h.get('pin')}{engine}, generated {h.get('generated')} ({h.get('machine')}); each port run with "
             f"`--profile {h.get('profile')} --seed {h.get('seed')} --jobs {h.get('jobs')}{budget} -k '{h.get('keyword')}'`")
     if h.get("from_reports"):
         line += f"; scored again from the reports in {h['from_reports']}"
