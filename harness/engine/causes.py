@@ -43,7 +43,9 @@ added to another cause.
 
 from __future__ import annotations
 
+import time
 from collections import Counter
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Protocol
 
@@ -221,6 +223,7 @@ class CauseFinder:
         self.causes: list[Cause] = []
         self.unattributed = 0  # divergent cases no cause took (past KEEP or MAX_CAUSES)
         self._rejected: set[str] = set()  # rebound keys whose predictions failed
+        self.seconds: Counter = Counter()  # wall seconds spent shrinking, diagnosing, predicting, characterising
 
     # --- the predicates -----------------------------------------------------------------
     def _explained(self, f) -> Cause | None:
@@ -236,7 +239,8 @@ class CauseFinder:
         key = rebind(cause.keys, f) if rebind else None
         if key is None or key in self._rejected:
             return False
-        made, passed, predicts = self._predicts(key, f)
+        with self._timed("predict"):
+            made, passed, predicts = self._predicts(key, f)
         if not predicts or (not made and self.ask):
             self._rejected.add(key)
             return False
@@ -262,7 +266,8 @@ class CauseFinder:
                 return None
             return None if self.diagnoser and self._explained(g) else g
         if self.shrink is not None:
-            x = self.shrink(x, lambda c: diverges(c) is not None)
+            with self._timed("shrink"):
+                x = self.shrink(x, lambda c: diverges(c) is not None)
             f = diverges(x) or f
         cause = Cause(x, f, signature(f))
         self.causes.append(cause)
@@ -272,14 +277,16 @@ class CauseFinder:
     def _diagnose(self, cause: Cause, others: list) -> None:
         """Name the variants that reproduce the cause's shrunk finding and up to CONFIRM of
         ``others`` that each reproduces, and that predict the port (:meth:`_predicts`)."""
-        found = self.diagnoser.diagnose([cause.finding])
+        with self._timed("diagnose"):
+            found = self.diagnoser.diagnose([cause.finding])
         kept, made, passed = [], 0, 0
         for explanation in found[:PREDICTED_EXPLANATIONS]:
             key = explanation[0]
             confirm = [f for f in others if self.diagnoser.explains((key,), f)][:CONFIRM]
             if confirm and not self.diagnoser.diagnose([cause.finding, *confirm]):
                 continue
-            n, ok, predicts = self._predicts(key, cause.finding)
+            with self._timed("predict"):
+                n, ok, predicts = self._predicts(key, cause.finding)
             if predicts and (n or not self.ask):
                 kept.append(explanation)
                 made, passed = made + n, passed + ok  # the accepted explanations' predictions
@@ -324,6 +331,15 @@ class CauseFinder:
                 if self._signature(got) == self._signature(f):
                     return own[0] + other[0] + 1, own[1] + other[1], False
         return own[0] + other[0], own[1] + other[1], 2 * other[1] > other[0] or not other[0]
+
+    @contextmanager
+    def _timed(self, what: str):
+        """Add the wall time of the block to :attr:`seconds` under ``what`` (reported, never a budget)."""
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[what] += time.perf_counter() - start
 
     # --- one group ---------------------------------------------------------------------
     def settle(self, group: Group, signature: Callable) -> None:
@@ -378,7 +394,8 @@ class CauseFinder:
         out = self._folded()
         for c in out:
             if not c.keys and self.ask and isinstance(c.input, str):
-                c.triggers = self._triggers(c.input)
+                with self._timed("characterise"):
+                    c.triggers = self._triggers(c.input)
         return out
 
     def _triggers(self, text: str) -> tuple[str, ...]:

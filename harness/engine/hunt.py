@@ -108,6 +108,7 @@ class Tally:
     not_checked: int = 0
     capped: int = 0
     unattributed: int = 0      # divergent cases no cause took within the count budgets (engine.causes)
+    diagnosis_seconds: dict = field(default_factory=dict)  # shrink, diagnose, predict, characterise: wall s
     errors: int = 0            # 1 if the check stopped on an exception (see the module docstring)
     replayed: int = 0          # inputs from the replay store, run first
     unsupported_reason: str = ""
@@ -337,6 +338,7 @@ class Hunt:
             found = replace(cause.stamped(), signature=sig if isinstance(sig, tuple) else ())
             self.tally.findings.append(self._detail(found))
         self.tally.unattributed = finder.unattributed
+        self.tally.diagnosis_seconds = {k: round(v, 3) for k, v in sorted(finder.seconds.items())}
         self.tally.port_errors = list(self._errors.values())
         self.tally.seconds = time.perf_counter() - self._started
         if self.replay_key:

@@ -18,6 +18,7 @@ JSON schema of ``conformance.json`` (version 3)::
              "derived": {"derived:<name>": {"kind", "derived_from", "description", "sha256"}}},
      "totals": {"cases", "causes", "divergences", "divergent_cases", "port_errors", "errors",
                 "unsupported_cases", "not_checked_cases", "capped_cases", "unattributed_cases", "restarts",
+                "diagnosis_seconds": {"shrink", "diagnose", "predict", "characterise"},   # worker seconds
                 "replayed_inputs", "replayed_findings", "cells_by_outcome": {outcome: int}},
      "causes": [                 # the unit of the report: one per bug (harness/reports/causes.py)
         {"id": "C1", "title": str,                # the rule the port breaks, or "unexplained: ..."
@@ -38,6 +39,7 @@ JSON schema of ``conformance.json`` (version 3)::
          "port_errors": int, "port_error_cases": int, "unsupported": int,
          "not_checked": int, "capped": int, "errors": int, "replayed": int,
          "unattributed": int,    # divergent cases no cause took within the count budgets
+         "diagnosis_seconds": {"shrink", "diagnose", "predict", "characterise"},  # wall s in this test
          "restarts": int, "seconds": float,
          "unsupported_reason": str, "error": str, "error_at": str,
          "outcome": "pass"|"divergence"|"port error"|"error"|"unsupported"|"partial"|"not checked"}],
@@ -90,6 +92,19 @@ from harness.reports.render import finding_line, text_block
 SCHEMA = 3
 #: What the reference checks compare (their section's title).
 REFERENCE_TITLE = "reference checks (llama-tokenize CLI vs libllama in process; not the port)"
+
+
+def _summed(dicts) -> dict:
+    """Key-wise sums of number dicts, keys sorted.
+
+    >>> _summed([{"a": 1.0}, {"a": 0.5, "b": 2.0}])
+    {'a': 1.5, 'b': 2.0}
+    """
+    out: dict = {}
+    for d in dicts:
+        for k, v in d.items():
+            out[k] = round(out.get(k, 0.0) + v, 3)
+    return dict(sorted(out.items()))
 
 
 def _by_outcome(cells) -> dict[str, int]:
@@ -186,6 +201,7 @@ class RunReport:
                 "not_checked_cases": sum(c.get("not_checked", 0) for c in self.cells),
                 "capped_cases": sum(c.get("capped", 0) for c in self.cells),
                 "unattributed_cases": sum(c.get("unattributed", 0) for c in self.cells),
+                "diagnosis_seconds": _summed(c.get("diagnosis_seconds") or {} for c in self.cells),
                 "restarts": len(self.restarts),
                 "replayed_inputs": sum(c.get("replayed", 0) for c in self.cells),
                 "replayed_findings": len(self.replay_only()),
@@ -283,9 +299,14 @@ class RunReport:
                           f"({t['divergences']} finding(s)), {t['port_errors']} port error(s), {t['errors']} error(s), "
                           f"{t['unsupported_cases']} unsupported case(s), {t['not_checked_cases']} case(s) not "
                           f"checked, {t['capped_cases']} capped case(s), {t['unattributed_cases']} divergent case(s) "
-                          f"no cause took (unattributed), {t['restarts']} restart(s); "
+                          f"unattributed (past the cases kept and examined per signature, or no cause left to give them), "
+                          f"{t['restarts']} restart(s); "
                           f"cells: {', '.join(f'{v} {k}' for k, v in sorted(t['cells_by_outcome'].items()))}; "
                           f"reports in {report_dir}/"))
+        spent = t["diagnosis_seconds"]
+        if spent:
+            out.append((None, "diagnosis: " + ", ".join(f"{k} {v:.1f} s" for k, v in spent.items())
+                              + f" (worker seconds; {sum(spent.values()):.1f} s in all)"))
         tp = self.throughput()
         if tp["cases"]:
             out.append((None, f"throughput: {tp['cases']} cases in {tp['wall_s']:.1f} s wall on "
