@@ -127,7 +127,7 @@ _CONTENT = ("same text, other tokens", "other text", "whitespace", "newline", "u
             "special")
 
 
-def unexplained_key(signature: tuple, triggers=()) -> tuple:
+def unexplained_key(signature: tuple, triggers=(), pre_type: str | None = None) -> tuple:
     """The run-level key of a finding no explanation covers. An encode finding whose cause's
     code points diverge by themselves (``triggers``) is keyed by their major categories: one
     defect in the handling of a class of characters meets texts through several signatures
@@ -137,11 +137,15 @@ def unexplained_key(signature: tuple, triggers=()) -> tuple:
 
     >>> unexplained_key(("encode", "drops", "other text")), unexplained_key(("piece", "empty", "byte token"))
     (('unexplained', 'encode', 'other text'), ('unexplained', 'piece', 'empty', 'byte token'))
-    >>> unexplained_key(("encode", "drops", "special"), ("\\u066a",))
-    ('unexplained', 'encode', 'triggered', 'P')
+    >>> unexplained_key(("encode", "drops", "special"), ("\\u066a",), "BERT")
+    ('unexplained', 'encode', 'triggered', 'P', 'BERT')
+
+    A triggered key holds the pre type: a port handles a class of characters in one
+    algorithm's code (WPM's punctuation, UGM's charsmap, a BPE regex), so the same class on
+    vocabs of other pre types is another defect.
     """
     if triggers and signature[:1] == ("encode",) and signature[2:] and signature[2] in _CONTENT and trigger_classes(triggers):
-        return ("unexplained", "encode", "triggered", trigger_classes(triggers))
+        return ("unexplained", "encode", "triggered", trigger_classes(triggers), pre_type or "")
     if len(signature) == 3 and signature[1] == "adds" and signature[2] in ("start", "inside", "end"):
         return ("unexplained", signature[0], "adds tokens")  # where depends on the text, not the defect
     if len(signature) == 3 and signature[0] != "piece":
@@ -286,7 +290,7 @@ def group_causes(findings: list[Finding]) -> list[Cause]:
     unexplained: dict[tuple, list[int]] = {}
     for k, f in enumerate(findings):
         if not f.explanations:
-            unexplained.setdefault(unexplained_key(tuple(f.signature), f.triggers), []).append(k)
+            unexplained.setdefault(unexplained_key(tuple(f.signature), f.triggers, f.pre_type), []).append(k)
     keyed += list(unexplained.items())
     causes = []
     for key, idx in keyed:
