@@ -57,6 +57,8 @@ CONFIRM = 3
 MAX_CAUSES = 4
 #: Full catalogue runs (diagnoses) per group, for cases no cause explains.
 DIAGNOSES = 12
+#: Code points of its class a code-point cause is probed with (CauseFinder._probed).
+PROBES = 24
 #: Plain texts a port must get right for an unexplained cause to be about characters at all.
 BLAND = ("a", "Hello world", "the cat sat")
 #: Where an unexplained cause's code point is put to see if it diverges by itself.
@@ -183,6 +185,8 @@ class Cause:
     predictions: tuple = ()  # (made, passed) of its explanations; () when none were asked
     loci: Counter = field(default_factory=Counter)  # locus(finding) of each of its cases
     triggers: tuple = ()  # an unexplained encode cause's code points that diverge alone (CauseFinder._triggers)
+    probed: tuple = ()  # a code-point cause's set probed: (code points that show it, those that do not)
+    widened: tuple = ()  # keys of its variant bound to other values that explain some of its cases
 
     def absorb(self, other: "Cause") -> None:
         """Take over the cases of ``other`` (folded into this cause)."""
@@ -206,7 +210,7 @@ class Cause:
         """The finding carrying this cause's explanations and its case count."""
         return replace(self.finding, cases=self.cases, explanations=self.explanations, replayed=self.replayed,
                        predictions=self.predictions, loci=tuple(self.loci.most_common(LOCI)),
-                       triggers=self.triggers)
+                       triggers=self.triggers, probed=self.probed, widened=self.widened)
 
 
 class CauseFinder:
@@ -229,7 +233,7 @@ class CauseFinder:
     def _explained(self, f) -> Cause | None:
         """The known cause whose explanation reproduces ``f``: as bound, or bound to another
         value of its parameter that predicts the port as well (:meth:`_widen`)."""
-        found = next((c for c in self.causes if c.keys and self.diagnoser.explains(c.keys, f)), None)
+        found = next((c for c in self.causes if c.keys and self.diagnoser.explains(c.keys + c.widened, f)), None)
         return found or next((c for c in self.causes if c.keys and self._widen(c, f)), None)
 
     def _widen(self, cause: Cause, f) -> bool:
@@ -244,7 +248,7 @@ class CauseFinder:
         if not predicts or (not made and self.ask):
             self._rejected.add(key)
             return False
-        cause.explanations += (self.diagnoser.explanation(key),)
+        cause.widened += (key,)
         if cause.predictions:
             cause.predictions = (cause.predictions[0] + made, cause.predictions[1] + passed)
         return True
@@ -396,7 +400,31 @@ class CauseFinder:
             if not c.keys and self.ask and isinstance(c.input, str):
                 with self._timed("characterise"):
                     c.triggers = self._triggers(c.input)
+            elif c.keys and self.ask:
+                with self._timed("characterise"):
+                    c.probed = self._probed(c)
         return out
+
+    def _probed(self, cause: Cause) -> tuple:
+        """A code-point cause's set, probed: its shrunk text with the code point replaced by
+        others of llama.cpp's same class (:meth:`Diagnoser.probe_set`), each asked of the port.
+        ``(shows, does_not)``: the code points on which the port answers as the explanation
+        bound to them does, and those on which it answers as llama.cpp does. A person fixes
+        the set, not the one code point the cause was met through."""
+        probe_set = getattr(self.diagnoser, "probe_set", None)
+        if probe_set is None:
+            return ()
+        shows, not_ = [], []
+        for key in cause.keys[:1]:
+            for cp, bound, x in probe_set(key, cause.finding, PROBES):
+                got = self.probe(cause.finding.check, x, None)
+                if got is UNANSWERED:
+                    continue
+                if got is None:
+                    not_.append(cp)
+                elif self.diagnoser.predicted(bound, x, got):
+                    shows.append(cp)
+        return (tuple(shows), tuple(not_)) if shows or not_ else ()
 
     def _triggers(self, text: str) -> tuple[str, ...]:
         """The code points of a shrunk text on which the port parts from llama.cpp by

@@ -28,7 +28,7 @@ from functools import cached_property
 from pathlib import Path
 
 from harness.errors import HarnessError
-from harness.reports.finding import Finding
+from harness.reports.finding import BYTE_CHECKS, Finding
 
 
 #: Contexts a prediction puts an encode finding's text in (prefix, suffix): other scripts,
@@ -313,6 +313,41 @@ class Diagnoser:
         parameters, not one cause per value."""
         case = self.case_of(f)
         return next((k for k in (self._rebinds(key, case) for key in keys) if k), None)
+
+    def char_param(self, key: str) -> str | None:
+        """The one code point an explanation is bound to (``char_read_as_space:'\\xa0'``), else None."""
+        v = self._bound.get(key)
+        p = getattr(v, "param", None)
+        return p if isinstance(p, str) and len(p) == 1 else None
+
+    def probe_set(self, key: str, f: Finding, n: int) -> list[tuple[str, str, object]]:
+        """Up to ``n`` ``(code point, key, input)`` probes of the set a code-point explanation
+        holds: ``f``'s text with its code point replaced by each of ``n`` others llama.cpp gives
+        the same flags (its Unicode class: whitespace, punctuation, ...), spread over them, and
+        the explanation bound to that code point, where it and llama.cpp disagree on the input."""
+        c = self.char_param(key)
+        v = self._bound.get(key)
+        if c is None or f.check in BYTE_CHECKS or c not in f.text:
+            return []
+        from harness.tokenizer import unicode as U
+        import numpy as np
+        same = np.flatnonzero(U.FLAGS == U.FLAGS[ord(c)]).tolist()
+        same = [cp for cp in same if cp != ord(c) and not 0xD800 <= cp < 0xE000]
+        step = max(1, len(same) // n)
+        out = []
+        for cp in same[::step][:n]:
+            other = v.bind(chr(cp))
+            k = key_of(other)
+            self._bound.setdefault(k, other)
+            x = f.text.replace(c, chr(cp))
+            case = self.case_of_input(f, x)
+            try:
+                if _same(other.output(self.tok, case), exact_output(self.tok, case)):
+                    continue
+            except (HarnessError, ValueError, UnicodeError, RecursionError):
+                continue
+            out.append((chr(cp), k, x))
+        return out
 
     def explanation(self, key: str) -> tuple:
         """``(key, title, rule)`` of a key :meth:`rebind` gave."""

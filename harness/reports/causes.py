@@ -49,10 +49,13 @@ class Cause:
     predictions: tuple = ()  # (made, passed) summed over its findings; () when none were asked
     loci: Counter = field(default_factory=Counter)  # character or token at the divergence -> cases
 
+    probed: tuple = ()  # (code points of its class that show it, that do not), from the engine's probes
+
     @property
     def characterisation(self) -> str:
-        """What its cases show at the divergence (:func:`characterise`)."""
-        return characterise(self.loci)
+        """What its cases show at the divergence (:func:`characterise`), and for a code-point
+        cause, its class probed (:func:`probed_line`)."""
+        return "; ".join(x for x in (characterise(self.loci), probed_line(self.probed)) if x)
 
     def to_json(self, findings: list[Finding]) -> dict:
         """The ``causes`` entry of conformance.json (schema 3, in harness/reports/run.py)."""
@@ -61,6 +64,7 @@ class Cause:
                 "findings": [self.example] + [k for k in self.findings if k != self.example],  # example first
                 "cases": self.cases, "params": list(self.params),
                 "predictions": list(self.predictions), "characterisation": self.characterisation,
+                "probed": [list(x) for x in self.probed],
                 "loci": [[k, n] for k, n in sorted(self.loci.items(), key=lambda kv: (-kv[1], str(kv[0])))[:200]],
                 "cells": [{"vocab": v, "check": c, "flags": f} for v, c, f in self.cells]}
 
@@ -243,6 +247,24 @@ def characterise(loci: Counter) -> str:
     return f"{len(loci)} token(s): ids {ids[0]}..{ids[-1]}: {shown}" if ids else shown
 
 
+def probed_line(probed) -> str:
+    """A code-point cause's class, probed, in one line.
+
+    >>> probed_line((("\\x85", "\\u2000"), ("\\u3000",)))
+    'probed 3 more code point(s) of its class (llama.cpp flags): 2 show it (U+0085, U+2000), 1 do(es) not (U+3000)'
+    >>> probed_line(())
+    ''
+    """
+    if not probed:
+        return ""
+    shows, not_ = probed
+
+    def names(cps):
+        return ", ".join(f"U+{ord(c):04X}" for c in sorted(cps)[:16]) + (", ..." if len(cps) > 16 else "")
+    return (f"probed {len(shows) + len(not_)} more code point(s) of its class (llama.cpp flags): "
+            f"{len(shows)} show it ({names(shows) or 'none'}), {len(not_)} do(es) not ({names(not_) or 'none'})")
+
+
 def _locus_name(k) -> str:
     if isinstance(k, str) and len(k) == 1:
         return f"U+{ord(k):04X}"
@@ -273,11 +295,35 @@ def over_params(title: str, params: list[str]) -> str:
     """A title bound to one parameter value, said of all the values its cause holds.
 
     >>> over_params("U+00A0 read as a space; llama.cpp: keeps it", ["'\\xa0'", "'\\x85'"])
-    "U+00A0 read as a space (and the same for each of 2 values: '\\xa0', '\\x85'); llama.cpp: keeps it"
+    'U+00A0, U+0085 read as a space; llama.cpp: keeps it'
+    >>> over_params("a buffer of 8 bytes; llama.cpp: grows it", ["8", "16"])
+    'a buffer of 8 bytes (and the same for each of 2 values: 8, 16); llama.cpp: grows it'
     """
     what, sep, rule = title.partition("; llama.cpp: ")
+    chars = _chars(params)
+    if chars:  # a code-point title names the code points: "U+00A0, U+0085 read as a space"
+        names = [f"U+{ord(c):04X}" for c in chars]
+        for name in names:
+            if name in what:
+                listed = ", ".join(names[:12]) + (f" and {len(names) - 12} more" if len(names) > 12 else "")
+                return f"{what.replace(name, listed, 1)}{sep}{rule}"
     values = ", ".join(params[:8]) + (", ..." if len(params) > 8 else "")
     return f"{what} (and the same for each of {len(params)} values: {values}){sep}{rule}"
+
+
+def _chars(params: list[str]) -> list[str]:
+    """The code points a list of parameter reprs names, if every one is a single code point."""
+    import ast
+    out = []
+    for p in params:
+        try:
+            v = ast.literal_eval(p)
+        except (ValueError, SyntaxError):
+            return []
+        if not (isinstance(v, str) and len(v) == 1):
+            return []
+        out.append(v)
+    return out
 
 
 def _param_of(key: str) -> str | None:
@@ -306,6 +352,9 @@ def group_causes(findings: list[Finding]) -> list[Cause]:
             params = [_param_of(one)] if one is not None and _param_of(one) is not None else sorted(
                 {p for k in idx for e in findings[k].explanations if _name(e[0]) == diagnosis
                  for p in [_param_of(e[0])] if p is not None})
+            widened = {p for k in idx for w in findings[k].widened if _name(w) == diagnosis
+                       for p in [_param_of(w)] if p is not None}
+            params = params + sorted(widened - set(params))
         else:
             edits = {tuple(findings[k].signature)[1:2] for k in idx}
             signature = tuple(findings[example].signature)
@@ -321,10 +370,13 @@ def group_causes(findings: list[Finding]) -> list[Cause]:
         loci: Counter = Counter()
         for k in idx:
             loci.update(dict((x, n) for x, n in findings[k].loci))
+        shows = {c for k in idx if findings[k].probed for c in findings[k].probed[0]}
+        not_ = {c for k in idx if findings[k].probed for c in findings[k].probed[1]} - shows
         cause = Cause("", key, title, diagnosis, rule, example, idx,
                       sorted({(findings[k].vocab, findings[k].check, findings[k].flags) for k in idx}),
                       sum(findings[k].cases for k in idx), params,
-                      (sum(m[0] for m in made), sum(m[1] for m in made)) if made else (), loci)
+                      (sum(m[0] for m in made), sum(m[1] for m in made)) if made else (), loci,
+                      (tuple(sorted(shows)), tuple(sorted(not_))) if shows or not_ else ())
         if len(params) > 1:
             cause.title = over_params(title, params)
         causes.append(cause)

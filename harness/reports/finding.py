@@ -27,6 +27,8 @@ Its JSON (:meth:`Finding.to_json`) is one entry of ``conformance.json``'s
      "predictions": [made, passed],                      # fresh inputs its explanations predicted ([]: none asked)
      "loci": [[str|int, int]],                           # its cases' character or token at the divergence, counted
      "triggers": [str],                                  # unexplained encode: code points that diverge alone
+     "probed": [[str], [str]],                           # a code-point cause's class probed: shows it, does not
+     "widened": [str],                                   # its variant bound to other values, each for some cases
      "cause": str,                                       # its cause's id (conformance.json's causes)
      "repro": str}           # one-line command printing the same diff
 
@@ -84,6 +86,10 @@ class Finding:
     loci: tuple = ()
     # An unexplained encode cause's code points on which the port diverges by themselves.
     triggers: tuple = ()
+    # A code-point cause's set, probed: (code points that show it, code points that do not).
+    probed: tuple = ()
+    # Its variant bound to other values (other code points of one table), each explaining some cases.
+    widened: tuple = ()
 
     @property
     def diagnosis(self) -> tuple[str, ...]:
@@ -130,7 +136,7 @@ class Finding:
                "diagnosis": list(self.diagnosis),
                "explanations": [{"key": k, "title": t, "rule": r} for k, t, r in self.explanations],
                "predictions": list(self.predictions), "loci": [list(x) for x in self.loci],
-               "triggers": list(self.triggers),
+               "triggers": list(self.triggers), "probed": [list(x) for x in self.probed], "widened": list(self.widened),
                "pieces": {str(k): v.hex() for k, v in self.pieces.items()},
                "port_pieces": {str(k): v.hex() for k, v in self.port_pieces.items()},
                "repro": self.repro}
@@ -168,6 +174,8 @@ class Finding:
                    explanations=tuple((e["key"], e["title"], e["rule"]) for e in obj.get("explanations", ())),
                    predictions=tuple(obj.get("predictions", ())),
                    loci=tuple(tuple(x) for x in obj.get("loci", ())),
-                   triggers=tuple(obj.get("triggers", ())))
+                   triggers=tuple(obj.get("triggers", ())),
+                   probed=tuple(tuple(x) for x in obj.get("probed", ())),
+                   widened=tuple(obj.get("widened", ())))
 
 
