@@ -131,6 +131,34 @@ _CONTENT = ("same text, other tokens", "other text", "whitespace", "newline", "u
             "special")
 
 
+def _join_triggered(groups: dict[tuple, list[int]]) -> dict[tuple, list[int]]:
+    """Triggered groups of one family and pre type whose trigger classes overlap are one:
+    a regex that drops what it does not match meets control characters alone, and separators
+    with punctuation, as one defect. The joined key names every class, in order.
+
+    >>> g = {("unexplained", "encode", "triggered", "C", "GPT2"): [0], ("unexplained", "encode", "triggered", "C+Z", "GPT2"): [1],
+    ...      ("unexplained", "encode", "triggered", "P+Z", "GPT2"): [2], ("unexplained", "encode", "triggered", "P", "BERT"): [3]}
+    >>> sorted(_join_triggered(g).items())
+    [(('unexplained', 'encode', 'triggered', 'C+P+Z', 'GPT2'), [0, 1, 2]), (('unexplained', 'encode', 'triggered', 'P', 'BERT'), [3])]
+    """
+    out: dict[tuple, list[int]] = {}
+    triggered = [k for k in groups if k[2:3] == ("triggered",)]
+    merged: list[tuple[set, tuple, list[int]]] = []  # (classes, (family, pre type), indices)
+    for k in triggered:
+        classes, where, idx = set(k[3].split("+")), (k[1], k[4]), list(groups[k])
+        for other in [m for m in merged if m[1] == where and m[0] & classes]:
+            merged.remove(other)
+            classes |= other[0]
+            idx += other[2]
+        merged.append((classes, where, idx))
+    for k, idx in groups.items():
+        if k[2:3] != ("triggered",):
+            out[k] = idx
+    for classes, (family, pre), idx in merged:
+        out[("unexplained", family, "triggered", "+".join(sorted(classes)), pre)] = sorted(idx)
+    return out
+
+
 def unexplained_key(signature: tuple, triggers=(), pre_type: str | None = None) -> tuple:
     """The run-level key of a finding no explanation covers. An encode finding whose cause's
     code points diverge by themselves (``triggers``) is keyed by their major categories: one
@@ -337,7 +365,7 @@ def group_causes(findings: list[Finding]) -> list[Cause]:
     for k, f in enumerate(findings):
         if not f.explanations:
             unexplained.setdefault(unexplained_key(tuple(f.signature), f.triggers, f.pre_type), []).append(k)
-    keyed += list(unexplained.items())
+    keyed += list(_join_triggered(unexplained).items())
     causes = []
     for key, idx in keyed:
         example = min(idx, key=lambda k: _size(findings[k]))
