@@ -62,6 +62,9 @@ class Diagnoser:
     def agreements(self, key, f, n):
         return []
 
+    def discriminating(self, keys, f, n):
+        return []
+
     def predicted(self, key, x, got):
         return got is not None and tuple(map(ord, BUGS[key](x))) == got.divergence.port_ids
 

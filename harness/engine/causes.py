@@ -93,6 +93,12 @@ class Diagnoser(Protocol):
         disagree; ``flags`` None for the finding's own, else another combination (at most
         ``other_flags`` of them)."""
 
+    def discriminating(self, keys: list[str], finding, n: int) -> list:
+        """Up to ``n`` inputs on which the explanations ``keys`` answer differently from each other."""
+
+    def answers(self, key: str, finding, x, got) -> bool:
+        """Whether the port's answer on ``x`` (``got``, None for llama.cpp's) is the explanation's."""
+
     def agreements(self, key: str, finding, n: int) -> list:
         """Up to ``n`` inputs (the finding's own flags) where the explanation ``key`` and llama.cpp agree."""
 
@@ -283,8 +289,9 @@ class CauseFinder:
         ``others`` that each reproduces, and that predict the port (:meth:`_predicts`)."""
         with self._timed("diagnose"):
             found = self.diagnoser.diagnose([cause.finding])
+        found = self._discriminated(found[:PREDICTED_EXPLANATIONS], cause.finding)
         kept, made, passed = [], 0, 0
-        for explanation in found[:PREDICTED_EXPLANATIONS]:
+        for explanation in found:
             key = explanation[0]
             confirm = [f for f in others if self.diagnoser.explains((key,), f)][:CONFIRM]
             if confirm and not self.diagnoser.diagnose([cause.finding, *confirm]):
@@ -296,6 +303,26 @@ class CauseFinder:
                 made, passed = made + n, passed + ok  # the accepted explanations' predictions
         cause.explanations = tuple(kept)
         cause.predictions = (made, passed) if self.ask else ()
+
+    def _discriminated(self, found: tuple, f) -> tuple:
+        """Of explanations that all fit ``f``, those the port sides with on inputs where they
+        answer differently from each other (:meth:`Diagnoser.discriminating`): two variants
+        that fit one case by sharing one code point are told apart by the others. All of
+        them when the port cannot be asked or no such input exists."""
+        discriminating = getattr(self.diagnoser, "discriminating", None)
+        if len(found) < 2 or not self.ask or discriminating is None:
+            return found
+        keys = [e[0] for e in found]
+        with self._timed("predict"):
+            alive = set(keys)
+            for x in discriminating(keys, f, PREDICT):
+                got = self.probe(f.check, x, None)
+                if got is UNANSWERED:
+                    continue
+                alive = {k for k in alive if self.diagnoser.answers(k, f, x, got)}
+                if not alive:
+                    break
+        return tuple(e for e in found if e[0] in alive)
 
     def _predicts(self, key: str, f) -> tuple[int, int, bool]:
         """``(made, passed, predicts)``: the explanation's predictions asked of the port, how many
@@ -332,7 +359,8 @@ class CauseFinder:
                 got = self.probe(f.check, x, None)
                 if got is UNANSWERED or got is None:
                     continue
-                if self._signature(got) == self._signature(f):
+                mine, theirs = tuple(self._signature(got)), tuple(self._signature(f))
+                if mine[:1] + mine[2:] == theirs[:1] + theirs[2:]:  # the same difference, whatever the edit
                     return own[0] + other[0] + 1, own[1] + other[1], False
         return own[0] + other[0], own[1] + other[1], 2 * other[1] > other[0] or not other[0]
 

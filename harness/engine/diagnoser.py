@@ -251,6 +251,47 @@ class Diagnoser:
                                    other_flags)
         return (own + others + self._disagreeing(v, f, ((x, None) for x in inputs), n)[len(own):])[:n]
 
+    def discriminating(self, keys: list[str], f: Finding, n: int) -> list:
+        """Up to ``n`` inputs (the finding's own flags) on which the explanations ``keys``, which
+        all fit ``f``, answer differently from each other: the port's answer there picks the
+        one that is its defect (Java's \\s and Go's both lack U+00A0; only Go's lacks U+2002).
+        Drawn from every key's :func:`prediction_inputs` and table points."""
+        bound = [self._bound.get(k) for k in keys]
+        if len(keys) < 2 or any(v is None for v in bound):
+            return []
+        pool: list = []
+        for v in bound:
+            try:
+                points = tuple(chr(c) for c in v.prediction_points(self.tok))
+            except (HarnessError, ValueError):
+                points = ()
+            pool += [x for x in prediction_inputs(self.tok, f, v.param, points) if x not in pool]
+        out = []
+        for x in pool:
+            if len(out) >= n:
+                break
+            case = self.case_of_input(f, x)
+            try:
+                answers = {bytes(a) if isinstance(a, (bytes, bytearray)) else tuple(a)
+                           for a in (v.output(self.tok, case) for v in bound)}
+            except (HarnessError, ValueError, UnicodeError, RecursionError):
+                continue
+            if len(answers) > 1:
+                out.append(x)
+        return out
+
+    def answers(self, key: str, f: Finding, x, got: Finding | None) -> bool:
+        """Whether the port's answer on ``x`` (``got``: the rerun's finding; None: llama.cpp's
+        answer) is the explanation's."""
+        v = self._bound.get(key)
+        case = self.case_of_input(f, x)
+        try:
+            want = v.output(self.tok, case)
+        except (HarnessError, ValueError, UnicodeError, RecursionError):
+            return False
+        port = exact_output(self.tok, case) if got is None else self.case_of(got).port_output
+        return _same(want, port)
+
     def agreements(self, key: str, f: Finding, n: int) -> list:
         """Up to ``n`` inputs of :func:`prediction_inputs` (the finding's own flags) where the
         variant ``key`` answers what llama.cpp answers: a narrow variant claims the port does too."""
