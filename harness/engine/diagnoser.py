@@ -111,7 +111,10 @@ def _special_swaps(tok, text: str) -> list[str]:
         return []
     v = tok.vocab
     out = []
-    for i in sorted(v.special_cache, key=lambda i: -len(v.tokens[i])):
+    from harness.diagnosis.base import cached
+    longest_first = cached(tok, ("prediction specials, longest first",),
+                           lambda: sorted(v.special_cache, key=lambda i: -len(v.tokens[i])))
+    for i in longest_first:
         piece = v.tokens[i].decode("utf-8", "replace")
         if piece and piece in text:
             out += [text.replace(piece, v.tokens[o].decode("utf-8", "replace")) for o in _same_kind(tok, i)]
@@ -246,10 +249,12 @@ class Diagnoser:
         except (HarnessError, ValueError):
             points = ()
         inputs = list(prediction_inputs(self.tok, f, v.param, points))
-        own = self._disagreeing(v, f, ((x, None) for x in inputs), n - min(other_flags, n // 2))
+        # the own-flag ones (computed once), then the other flags', then more own-flag ones
+        own = self._disagreeing(v, f, ((x, None) for x in inputs), n)
         others = self._disagreeing(v, f, ((x, fl) for fl in _other_flags(f) for x in [f_input(f)] + inputs),
                                    other_flags)
-        return (own + others + self._disagreeing(v, f, ((x, None) for x in inputs), n)[len(own):])[:n]
+        first = n - min(other_flags, n // 2)
+        return (own[:first] + others + own[first:])[:n]
 
     def discriminating(self, keys: list[str], f: Finding, n: int) -> list:
         """Up to ``n`` inputs (the finding's own flags) on which the explanations ``keys``, which

@@ -65,12 +65,6 @@ class VocabUnderTest:
     def texts(self) -> VocabTexts:
         return vocab_texts(self.path, self.reference)
 
-    @cached_property
-    def token_types(self):
-        """``tokenizer.ggml.token_type`` (None if the vocab has none)."""
-        from harness.tokenizer.gguf import GGUFReader
-        return GGUFReader(self.path).get("tokenizer.ggml.token_type")
-
     def token_kind(self, id: int) -> str:
         """'normal', 'control', 'byte', ... of one id as llama.cpp sees it after loading (a
         ``</s>`` the GGUF calls normal is control there), or 'out-of-range'. Read off the
