@@ -91,7 +91,6 @@ _WHAT = {"added special": "a token add_special adds", "special": "a special toke
 _WHERE = {"start": "at the start", "inside": "inside the text", "end": "at the end"}
 _ENCODE_WHAT = {"same text, other tokens": "the port splits the same text into other tokens",
                 "other text": "the port's tokens spell another text than llama.cpp's"}
-_EDIT = {"adds": "adds characters", "drops": "drops characters", "replaces": "has other bytes"}
 
 
 #: Unicode major general categories, as a title names them.
@@ -176,7 +175,8 @@ def unexplained_key(signature: tuple, triggers=(), pre_type: str | None = None) 
     algorithm's code (WPM's punctuation, UGM's charsmap, a BPE regex), so the same class on
     vocabs of other pre types is another defect.
     """
-    if triggers and signature[:1] == ("encode",) and signature[2:] and signature[2] in _CONTENT and trigger_classes(triggers):
+    content = signature[:1] == ("encode",) and signature[2:] and signature[2] in _CONTENT
+    if triggers and content and trigger_classes(triggers):
         return ("unexplained", "encode", "triggered", trigger_classes(triggers), pre_type or "")
     if len(signature) == 3 and signature[1] == "adds" and signature[2] in ("start", "inside", "end"):
         return ("unexplained", signature[0], "adds tokens")  # where depends on the text, not the defect
@@ -191,8 +191,8 @@ def unexplained_title(signature: tuple) -> str:
 
     >>> unexplained_title(("piece", "leading space dropped", "normal token"))
     "unexplained (piece, decode): the port's piece of normal tokens: leading space dropped"
-    >>> unexplained_title(("decode", "drops", "control token, start"))
-    'unexplained (decode): the port drops characters where a control token starts the output'
+    >>> unexplained_title(("decode", "drops", "bytes dropped"))
+    "unexplained (decode): the port's output, where it parts from llama.cpp's: bytes dropped"
     >>> unexplained_title(("encode", "adds", "start"))
     'unexplained (encode): the port adds tokens at the start'
     >>> unexplained_title(("encode", "replaces", "same text, other tokens"))
@@ -208,12 +208,7 @@ def unexplained_title(signature: tuple) -> str:
     if family == "piece":
         return f"unexplained (piece, decode): the port's piece of {what.replace(' token', ' tokens')}: {edit}"
     if family == "decode":
-        kind, _, where = what.partition(", ")
-        if what == "end":
-            return f"unexplained (decode): the port {_EDIT.get(edit, edit)} past the end of llama.cpp's output"
-        spot = f"where {'an' if kind[0] in 'aeiou' else 'a'} {kind} " + (
-            "starts the output" if where == "start" else "is inside the output")
-        return f"unexplained (decode): the port {_EDIT.get(edit, edit)} {spot}"
+        return f"unexplained (decode): the port's output, where it parts from llama.cpp's: {what}"
     if what in _ENCODE_WHAT:
         return f"unexplained ({family}): {_ENCODE_WHAT[what]}"
     thing = _WHAT.get(what, f"a token starting with a {what}")
