@@ -44,6 +44,7 @@ def prediction_inputs(tok, f: Finding, param=None, points=()):
     encode: a code point the variant is bound to, alone and between fresh neighbours (so its
     own neighbours in the shrunk text, which may hide what the port does, are gone); other
     code points of the variant's own table (``points``); each character of the text likewise;
+    the text with each of its non-alphanumeric characters replaced by each of ``points``;
     the text with each special token's text in it swapped for other special tokens' texts
     (a variant about *all* specials must hold for the others too); then the text in each of
     :data:`CONTEXTS`, twice over, and with spaces around;
@@ -69,12 +70,42 @@ def prediction_inputs(tok, f: Finding, param=None, points=()):
     chars = [param] if isinstance(param, str) and len(param) == 1 else []
     chars += [c for c in points if c not in chars]
     chars += [c for c in dict.fromkeys(t) if c not in chars]
+    # the table's points in the shrunk text's own context, in place of each of its non-alphanumeric
+    # characters: where a class matters only next to others ("\xa0 " for a whitespace run)
+    swapped = [t.replace(c, p) for c in dict.fromkeys(t) if not c.isalnum() for p in points if p != c]
     seen = {t}
-    for x in [n.replace("{}", c) for c in chars for n in _NEIGHBOURS] + _special_swaps(tok, t) + [
+    for x in [n.replace("{}", c) for c in chars for n in _NEIGHBOURS] + swapped + _special_swaps(tok, t) + [
             p + t + s for p, s in CONTEXTS] + [t + t, f" {t} ", t + " " + t]:
         if x not in seen:
             seen.add(x)
             yield x
+
+
+def outside_table(variant, f: Finding, n: int = 6) -> list[str]:
+    """``f``'s text with each of its code points that a table variant (``variant.table()``)
+    holds replaced by up to ``n`` code points llama.cpp classes the same way (the same
+    flags) that the table does not hold, spread over them. Empty for other variants.
+
+    >>> from harness.diagnosis.platform import WHITESPACE_VARIANTS
+    >>> java = next(v for v in WHITESPACE_VARIANTS if v.name == "whitespace_java_iswhitespace")
+    >>> [f"U+{ord(x[1]):04X}" for x in outside_table(java, Finding("encode", "v", None, False, False, "a\xa0", None))]
+    ['U+0020', 'U+2000', 'U+2004', 'U+2006', 'U+2009', 'U+2028']
+    """
+    table = getattr(variant, "table", None)
+    if table is None or f.check in BYTE_CHECKS:
+        return []
+    from harness.tokenizer import unicode as U
+    import numpy as np
+    cps = table()
+    out = []
+    for c in dict.fromkeys(f.text):
+        if ord(c) not in cps:
+            continue
+        same = [cp for cp in np.flatnonzero(U.FLAGS == U.FLAGS[ord(c)]).tolist()
+                if cp not in cps and not 0xD800 <= cp < 0xE000]
+        step = max(1, len(same) // n)
+        out += [f.text.replace(c, chr(cp)) for cp in same[::step][:n]]
+    return out
 
 
 def _special_ids(tok) -> dict[int, list[int]]:
@@ -297,14 +328,21 @@ class Diagnoser:
         port = exact_output(self.tok, case) if got is None else self.case_of(got).port_output
         return _same(want, port)
 
-    def agreements(self, key: str, f: Finding, n: int) -> list:
-        """Up to ``n`` inputs of :func:`prediction_inputs` (the finding's own flags) where the
-        variant ``key`` answers what llama.cpp answers: a narrow variant claims the port does too."""
+    def agreements(self, key: str, f: Finding, n: int, table_only: bool = False) -> list:
+        """Up to ``n`` inputs (the finding's own flags) where the variant ``key`` answers what
+        llama.cpp answers: a narrow variant claims the port does too. A table variant's first
+        (:func:`outside_table`): the text with a code point of its table swapped for others of
+        llama.cpp's same class outside it, where a port whose defect is the whole class (every
+        format control kept, not just Unicode 15's) parts from llama.cpp too. ``table_only``:
+        just those (asked of every table variant, narrow or not)."""
         v = self._bound.get(key)
         if v is None:
             return []
         out = []
-        for x in prediction_inputs(self.tok, f, v.param):
+        inputs = list(outside_table(v, f))
+        if not table_only:
+            inputs += [x for x in prediction_inputs(self.tok, f, v.param) if x not in inputs]
+        for x in inputs:
             if len(out) >= n:
                 break
             case = self.case_of_input(f, x)
