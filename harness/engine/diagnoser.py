@@ -123,7 +123,7 @@ def _special_ids(tok) -> dict[int, list[int]]:
 def _same_kind(tok, id: int, n: int = 3) -> list[int]:
     """Up to ``n`` other ids of ``id``'s special-like type, spread over that type's ids, then
     one of each other special-like type (a variant about every special must hold for those
-    too); none for a normal token."""
+    too), a normal token as long (:func:`_normal_alike`) second; none for a normal token."""
     from harness.diagnosis.base import cached
     groups = cached(tok, ("prediction special ids",), lambda: _special_ids(tok))
     if not 0 <= id < tok.vocab.n_vocab:
@@ -133,7 +133,30 @@ def _same_kind(tok, id: int, n: int = 3) -> list[int]:
         return []
     others = [i for i in groups[mine] if i != id]
     step = max(1, len(others) // n)
-    return others[::step][:n] + [ids[len(ids) // 2] for bit, ids in groups.items() if bit != mine and ids]
+    alike = _normal_alike(tok, id)
+    spread = others[::step][:n]
+    # the normal one second: predictions take the first few inputs where the variant disagrees
+    return (spread[:1] + ([alike] if alike is not None else []) + spread[1:]
+            + [ids[len(ids) // 2] for bit, ids in groups.items() if bit != mine and ids])
+
+
+def _normal_alike(tok, id: int) -> int | None:
+    """A normal token whose text is as long as ``id``'s (or the next longer): a variant about
+    pieces' length (a fixed buffer) must hold for normal tokens too, one about a type need not."""
+    from harness.diagnosis.base import cached
+    from harness.tokenizer.vocab import NORMAL
+    v = tok.vocab
+
+    def by_length():
+        out: dict[int, int] = {}
+        for i, (t, a) in enumerate(zip(v.tokens, v.attrs)):
+            if a & NORMAL:
+                out.setdefault(len(t), i)
+        return out
+    lengths = cached(tok, ("prediction normal ids by length",), by_length)
+    want = len(v.tokens[id])
+    fit = [n for n in lengths if n >= want]
+    return lengths[min(fit)] if fit else None
 
 
 def _special_swaps(tok, text: str) -> list[str]:
@@ -172,13 +195,17 @@ def _other_flags(f: Finding) -> list[tuple[bool, bool]]:
 
 
 def _piece_inputs(tok, id: int):
-    """Ids near ``id``, then about 400 ids spread over the vocab, those of the same token type first."""
+    """Ids near ``id``, then about 400 ids spread over the vocab, those of the same token type
+    first, but after the first two, one of each other special-like type and a normal token as
+    long (:func:`_same_kind`): a variant about every special (or every long piece) must hold
+    for those too, one about this type need not."""
     n = tok.vocab.n_vocab
     types = tok.vocab.attrs  # llama.cpp's token attributes: the type is one bit of them
     near = [i for d in range(1, 9) for i in (id - d, id + d) if 0 <= i < n]
     spread = list(range(id % 97, n, max(1, n // 400)))
     same = [i for i in near + spread if types[i] == types[id] and i != id]
-    yield from dict.fromkeys(same + [i for i in near + spread if i != id])
+    cross = [i for i in _same_kind(tok, id) if types[i] != types[id]]
+    yield from dict.fromkeys(same[:2] + cross + same[2:] + [i for i in near + spread if i != id])
 
 
 def _same(a, b) -> bool:

@@ -139,18 +139,18 @@ def piece_edit(ref: bytes, port: bytes) -> str:
     (never the class of the character where the bytes part, which splits one defect once
     per character class).
 
-    >>> piece_edit(b" the", b"the"), piece_edit(b"\xe3", b"\xef\xbf\xbd"), piece_edit(b"a", b"")
-    ('leading space dropped', 'invalid UTF-8 replaced', 'empty')
+    >>> piece_edit(b" the", b"the"), piece_edit(b"\xe3", b"\xef\xbf\xbd"), piece_edit(b"a", b""), piece_edit(b" ", b"")
+    ('leading space dropped', 'invalid UTF-8 replaced', 'empty', 'leading space dropped')
     >>> piece_edit(b"\n", b"<0x0A>"), piece_edit(b"ab", b"abc"), piece_edit(b"abc", b"ab"), piece_edit(b"ab", b"xy")
     ('byte as its text', 'bytes added', 'bytes dropped', 'other bytes')
     """
-    if not port:
-        return "empty"
-    for space in _SPACES:
+    for space in _SPACES:  # first: a piece that is one space, stripped, is empty too
         if ref.startswith(space) and port == ref[len(space):]:
             return "leading space dropped"
         if port.startswith(space) and ref == port[len(space):]:
             return "leading space added"
+    if not port:
+        return "empty"
     try:
         ref.decode("utf-8")
     except UnicodeDecodeError:
@@ -218,6 +218,11 @@ def output_edit(ref: bytes, port: bytes) -> str:
 
 def _unspaced(data: bytes) -> bytes:
     return data.replace("\u2581".encode(), b"").translate(None, b" \t\r\n")
+
+
+#: What llama.cpp emitted at an encode divergence when that is the text's content (not a
+#: wrapper token, a special, a byte or unknown token): the kinds a token further on may overrule.
+CONTENT_KINDS = ("same text, other tokens", "other text", "whitespace", "newline")
 
 
 #: Piece edits that are one defect whatever the token's kind (a lossy UTF-8 round trip, a

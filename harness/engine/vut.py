@@ -199,6 +199,12 @@ class VocabUnderTest:
             if d.index >= len(ref):  # the port adds bytes past llama.cpp's end: a token it renders
                 return self._vocab_defect(f.decoded_ids, (special,)) or (family, edit, sig.output_edit(ref, port))
             at = self._token_at(f.decoded_ids, d.index, special)
+            # a token before the first divergent byte whose piece llama.cpp leaves empty (a
+            # control token without special) and the port renders is where the bytes part
+            upto = f.decoded_ids[:f.decoded_ids.index(at)] if at in f.decoded_ids else ()
+            wrong = self._vocab_defect(upto, (special,), empty_only=True)
+            if wrong is not None:
+                return wrong
             kind = self.token_kind(at)
             own = self._own_piece(at, special)
             mine = self.reference.token_to_piece(at, special=special) if kind != "out-of-range" else None
@@ -214,23 +220,33 @@ class VocabUnderTest:
         edit = sig.token_edit(ref, d.port_ids, i)
         if edit == "adds":
             return (family, edit, "start" if i == 0 else "end" if i >= len(ref) else "inside")
-        wrong = self._vocab_defect(sig.divergent_span(ref, d.port_ids, i), (True, False))
+        span = sig.divergent_span(ref, d.port_ids, i)
+        wrong = self._vocab_defect(span, (True, False))
         if wrong is not None:
             return wrong
-        return (family, edit, self._emitted(f, i))
+        what = self._emitted(f, i)
+        if what in sig.CONTENT_KINDS and any(
+                self.token_kind(t) in ("control", "user_defined") and t not in d.port_ids[i:] for t in span):
+            # a special token llama.cpp cut out of the text, a few ids on, that the port did not:
+            # the divergence is that token's, whatever llama.cpp emitted first ('>' of '></s>')
+            what = "special"
+        return (family, edit, what)
 
-    def _vocab_defect(self, ids, specials: tuple[bool, ...]) -> tuple | None:
+    def _vocab_defect(self, ids, specials: tuple[bool, ...], empty_only: bool = False) -> tuple | None:
         """The piece signature of the first of ``ids`` whose kind is a vocabulary's own
         (control, user-defined, unknown, byte, unused) and whose piece the port has wrong: the
         divergence is that token's text or type, one defect with the piece findings.
         special=False shows a type the port has wrong: llama.cpp's control piece is empty
-        there, a port that calls the token normal prints its text."""
+        there, a port that calls the token normal prints its text. ``empty_only``: only tokens
+        whose llama.cpp piece is empty (before the first divergent byte, nothing else can part)."""
         for id in ids:
             kind = self.token_kind(id)
             if kind not in ("control", "user_defined", "unknown", "byte", "unused"):
                 continue
             for special in specials:
                 own, mine = self._own_piece(id, special), self.reference.token_to_piece(id, special=special)
+                if empty_only and mine:
+                    continue
                 edit = sig.piece_edit(mine, own) if own is not None and own != mine else None
                 # a lossy or space-stripping rendering of a piece is no defect of the token's
                 # text: it explains a divergence only where the bytes part (above), not here

@@ -34,7 +34,7 @@ from harness.errors import HarnessError
 from harness.flags import LABELS
 
 #: The keys a ``match`` may hold (tests/data/port-bugs/README.md).
-MATCH_KEYS = ("checks", "vocabs", "flags", "text", "ids", "id_range", "token_types")
+MATCH_KEYS = ("checks", "vocabs", "flags", "text", "ids", "id_range", "token_types", "invalid_utf8")
 #: The check families a bug shows in (golden and known are encode checks).
 FAMILIES = ("encode", "decode", "piece")
 #: The GGUF token type names ``match.token_types`` takes.
@@ -102,6 +102,8 @@ def _check_match(match, where: str) -> regex.Pattern | None:
     for key, choices in (("checks", FAMILIES), ("vocabs", None), ("flags", LABELS), ("token_types", TOKEN_TYPES)):
         if key in match:
             _strings(match[key], f"{where}.{key}", choices)
+    if "invalid_utf8" in match and match["invalid_utf8"] is not True:
+        raise LabelError(f"{where}.invalid_utf8 must be true (leave it out otherwise), not {match['invalid_utf8']!r}")
     if "ids" in match:
         _ints(match["ids"], f"{where}.ids")
     if "id_range" in match:
@@ -215,6 +217,21 @@ def example_ids(ex: dict) -> list[int]:
     return ids + [i for i in ex.get("port_ids") or [] if i not in ids]
 
 
+def _invalid_utf8(ex: dict) -> bool:
+    """Whether a decode or piece finding's llama.cpp bytes are not valid UTF-8.
+
+    >>> _invalid_utf8({"reference_bytes_hex": "ec9d"}), _invalid_utf8({"reference_bytes_hex": "61"}), _invalid_utf8({})
+    (True, False, False)
+    """
+    try:
+        bytes.fromhex(ex.get("reference_bytes_hex") or "").decode("utf-8")
+    except UnicodeDecodeError:
+        return True
+    except ValueError:
+        return False
+    return False
+
+
 def matches(bug: Bug, ex: dict, token_types: TokenTypes) -> bool:
     """Does every key of the bug's match hold on finding ``ex``? (token types are read last:
     they open the vocab's file.)"""
@@ -226,6 +243,8 @@ def matches(bug: Bug, ex: dict, token_types: TokenTypes) -> bool:
     if "flags" in m and ex.get("flags") not in m["flags"]:
         return False
     if bug.pattern is not None and not bug.pattern.search(ex.get("text") or ""):
+        return False
+    if m.get("invalid_utf8") and not _invalid_utf8(ex):
         return False
     ids = example_ids(ex)
     if "ids" in m and not set(ids) & set(m["ids"]):
