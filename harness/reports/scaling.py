@@ -84,7 +84,7 @@ class Scaling:
     reference_overhead_s: float
     check: str = "encode"
     port: str = ""
-    repeats: int = 0        # calls per size (the fastest kept)
+    repeats: int = 0        # calls per size at most (one where a call is long; the fastest kept)
     clock: str = "cpu"      # "cpu": CPU time of the port's processes; "wall" where none can be read
 
     @property
@@ -123,7 +123,7 @@ class Scaling:
         """The fit's inputs, one line."""
         return (f"fit: sizes {' '.join(map(str, self.sizes))} bytes; port {' '.join(_ms(t) for t in self.port_s)} "
                 f"(overhead {_ms(self.port_overhead_s)}); llama.cpp {' '.join(_ms(t) for t in self.reference_s)} "
-                f"(overhead {_ms(self.reference_overhead_s)}); fastest of {self.repeats} call(s) per size, "
+                f"(overhead {_ms(self.reference_overhead_s)}); fastest of up to {self.repeats} call(s) per size, "
                 f"{self.clock} time")
 
     def to_json(self) -> dict:
