@@ -53,14 +53,13 @@ def test_a_quadratic_port_is_one_slow_run_with_its_exponent_and_still_passes(pyt
 
 @pytest.mark.reference
 @pytest.mark.parametrize("vocab", ["llama-spm"])
-def test_the_harness_tokenizer_is_reported_linear(monkeypatch, vocab):
+def test_the_harness_tokenizer_is_reported_linear(vocab):
     """Every run of both flag combinations that time any, through the engine alone (no
     generated cases): none slow, every call compared and agreeing."""
     from harness.engine import scaling
     from harness.engine.hunt import Hunt
     from harness.engine.session import Session
     from harness.flags import flags_label
-    monkeypatch.setenv("LENGTH_SCALING", "1")
     session = Session("harness")
     vut = session.vocab(vocab)
     for flags in sorted({f for f, _, _ in scaling.RUNS.values()}):

@@ -93,7 +93,8 @@ def encode(vut, flags, make_hunt: Callable, *, fast, replay=(), first=(),
                       count=count, seconds=seconds)
             _explore(h, {"recipe": recipes()}, lambda recipe: h.case(materialise(recipe, vut.texts)),
                      settings_overrides)
-            scaling.probe(vut, h, flags)  # last: a port that hangs on long runs costs nothing else
+            if scaling.enabled():  # last: a port that hangs on long runs costs nothing else
+                scaling.probe(vut, h, flags)
     h.finish()
 
 

@@ -190,7 +190,7 @@ def _fastest(vut, h, clock, texts, flags) -> tuple[float, float] | None:
 
 def measure(vut, h, name: str, offset: int = 0) -> Scaling | None:
     """One round of run ``name`` (texts ``offset`` on): None if the vocab has no such text
-    or the port could not answer."""
+    or the port could not answer. (An example: :func:`probe`.)"""
     flags, example, make = RUNS[name]
     kind, clock = port_clock(vut.port)
     overhead = _fastest(vut, h, clock, [_LETTERS[(offset + k) % 26] for k in range(5)], flags)
@@ -223,12 +223,20 @@ def fastest_of(a: Scaling, b: Scaling) -> Scaling:
 
 
 def probe(vut, h, flags) -> None:
-    """Time the runs of ``flags`` (see the module docstring) into ``h.tally.scaling``.
+    """Time the runs of ``flags`` (see the module docstring) into ``h.tally.scaling``; each
+    call is a case of ``h``. Nothing runs once the hunt has stopped.
 
-    Does nothing when :func:`enabled` is false or the hunt has stopped.
+    >>> class Ref:
+    ...     def encode(self, text, add_special, parse_special): return [len(text)]
+    >>> class Vut:  # a port answering as llama.cpp does, as fast
+    ...     name, port_spec, port, texts, reference = "v", "fake", object(), None, Ref()
+    ...     def call_port(self, op, text, **flags): return self.reference.encode(text, **flags)
+    >>> from harness.engine.hunt import Hunt
+    >>> h = Hunt("encode", "plain", lambda text: None, vocab="v")
+    >>> probe(Vut(), h, (False, False))
+    >>> [s.run for s in h.tally.scaling], h.tally.cases >= 3 * (5 + 4 * REPEATS), h.tally.divergent
+    (['repeat', 'word', 'whitespace'], True, 0)
     """
-    if not enabled():
-        return
     for name, (run_flags, _, _) in RUNS.items():
         if tuple(flags) != run_flags or h.stopped:
             continue
