@@ -9,11 +9,11 @@ whitespace under ``plain``, the vocab's special texts back to back under ``parse
 they are parsed). Each run is timed at :data:`SIZES`; each size is called
 :data:`REPEATS` times on texts that differ by a character (a port's cache of whole texts
 cannot answer for it), and the fastest call counts. Times are CPU time (:func:`port_clock`:
-of the port's processes, or of this thread for a port in process, and of this thread for
-llama.cpp), so waiting for other processes' turns on a busy machine is not counted. The fit and the finding are
-:class:`harness.reports.scaling.Scaling`; a run that looks slow is measured a second time
-and the fastest calls of both rounds are fitted, so one burst of load on a shared machine
-does not make a finding.
+the port's processes, or this thread for a port in process; this thread for llama.cpp), so
+waiting for other processes' turns on a busy machine is not counted. The fit and the
+finding are :class:`harness.reports.scaling.Scaling`; a run that looks slow is measured a
+second time and the fastest calls of both rounds are fitted, so one burst of load on a
+shared machine does not make a finding.
 
 Every call's ids are compared with llama.cpp's, as cases of the cell (a divergence on a long
 run is a finding like any other); a port error ends the run (counted, as any case's).
@@ -41,8 +41,8 @@ from harness.flags import flags_label
 from harness.reports.scaling import Scaling
 
 #: Sizes in bytes: 8x from the first to the last, and all under 8 KiB, above which
-#: llama.cpp in process runs on a thread of its own (reference.inproc.BIG_STACK_ABOVE): that
-#: thread's start would count as llama.cpp's growth.
+#: llama.cpp in process runs on a thread of its own (reference.inproc.BIG_STACK_ABOVE),
+#: whose CPU time the calling thread's clock would not see.
 SIZES = (512, 1024, 2048, 4096)
 #: Calls per size (and per round); the fastest is kept. A call over LONG_CALL seconds is
 #: not repeated: the noise is small beside it.
@@ -113,7 +113,11 @@ def tree_cpu(pid: int) -> float:
     """
     total, todo = 0, [pid]
     while todo:
-        for task in Path(f"/proc/{todo.pop()}/task").iterdir():
+        try:
+            tasks = list(Path(f"/proc/{todo.pop()}/task").iterdir())
+        except OSError:
+            continue  # a process that ended meanwhile
+        for task in tasks:
             try:
                 total += int((task / "schedstat").read_text().split()[0])
                 todo += [int(c) for c in (task / "children").read_text().split()]
@@ -123,8 +127,8 @@ def tree_cpu(pid: int) -> float:
 
 
 def port_clock(port) -> tuple[str, Callable[[], float]]:
-    """``(kind, clock)`` that times ``port``'s work: CPU time, never the wall clock where it
-    can be had. On a shared machine a call longer than a scheduler slice waits for other
+    """``(kind, clock)`` that times ``port``'s work: CPU time, the wall clock only where it
+    cannot be had. On a shared machine a call longer than a scheduler slice waits for other
     processes' slices, and that waiting grows with the call: wall time would show it as the
     port's growth. An external port's own processes (:func:`tree_cpu`), an in-process port's
     thread (:func:`in_process_cpu`); the wall clock only where ``/proc`` cannot be read.
@@ -135,9 +139,9 @@ def port_clock(port) -> tuple[str, Callable[[], float]]:
     proc = getattr(port, "proc", None)
     if proc is None:
         return "cpu", in_process_cpu
-    try:
-        tree_cpu(proc.pid)
-    except OSError:
+    try:  # tree_cpu skips what it cannot read: the port's own entry must be readable
+        int(Path(f"/proc/{proc.pid}/schedstat").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
         return "wall", time.perf_counter
     return "cpu", lambda: tree_cpu(proc.pid)
 
