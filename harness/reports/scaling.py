@@ -129,7 +129,10 @@ class Scaling:
     def to_json(self) -> dict:
         """The JSON entry (``conformance.json``'s ``scaling``): the fields, and what they give."""
         d = asdict(self)
-        d.update(sizes=list(self.sizes), port_s=list(self.port_s), reference_s=list(self.reference_s),
+        d.update(sizes=list(self.sizes), port_s=[round(t, 7) for t in self.port_s],
+                 reference_s=[round(t, 7) for t in self.reference_s],
+                 port_overhead_s=round(self.port_overhead_s, 7),
+                 reference_overhead_s=round(self.reference_overhead_s, 7),
                  exponent=round(self.exponent, 3), reference_exponent=round(self.reference_exponent, 3),
                  slow=self.slow, over_at=self.over_at, factor=FACTOR, superlinear=SUPERLINEAR, margin=MARGIN)
         return d
@@ -166,7 +169,8 @@ def summary(runs: Iterable[Scaling]) -> list[tuple[str | None, str]]:
         return [(None, "\n" + head + f"none grows faster than linearly ({span})")]
     body = "\n".join(f"{s.line()}\n  {s.inputs()}" for s in slow)
     return [(f"-length scaling: {len(slow)} slow run(s) (a warning: slow is not wrong, the exit code "
-             f"is unchanged)", head + f"{len(slow)} grow faster than n^{SUPERLINEAR} ({span})\n" + body)]
+             f"is unchanged)", head + f"{len(slow)} slow: faster than n^{SUPERLINEAR} and than llama.cpp's "
+                                      f"exponent + {MARGIN} ({span})\n" + body)]
 
 
 def html_section(entries: Iterable[dict]) -> str:
