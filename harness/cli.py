@@ -320,6 +320,9 @@ def run(args: argparse.Namespace) -> int:
         return CLEAN
     code, why = exit_code(pytest_rc=rc, cells=outcome.cells, reference_cells=outcome.reference_cells,
                           setup_errors=outcome.setup_errors, allow_unsupported=args.allow_unsupported)
+    slow = sum(c.get("slow", 0) for c in outcome.cells)
+    if slow:  # a warning, never a code of its own (harness.reports.scaling): slow is not wrong
+        why += f"; {slow} slow run(s) (length scaling: a warning, the exit code is unchanged)"
     budget = " (--budget runs by wall time: the same inputs in the same order, as many as time allows)" \
         if args.budget else ""
     print(f"reproduce: {reproduce}{budget}", file=sys.stderr)

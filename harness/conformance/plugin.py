@@ -189,7 +189,8 @@ def _cell_of(item) -> tuple[str, str, str]:
 def _tally_json(tally, test: str) -> str:
     return json.dumps({"counts": tally.counts(), "test": test,
                        "findings": [f.to_json() for f in tally.findings],
-                       "port_errors": tally.port_errors, "restarts": tally.restarts})
+                       "port_errors": tally.port_errors, "restarts": tally.restarts,
+                       "scaling": [s.to_json() for s in tally.scaling]})
 
 
 def _is_check(item) -> bool:

@@ -117,6 +117,7 @@ class Tally:
     restarts: list = field(default_factory=list)     # notes of port restarts before this test
     findings: list = field(default_factory=list)      # Finding objects
     port_errors: list = field(default_factory=list)   # {"message", "stderr", "cases", "fatal"}
+    scaling: list = field(default_factory=list)       # Scaling objects: runs timed (engine.scaling)
     seconds: float = 0.0
 
     @property
@@ -130,9 +131,11 @@ class Tally:
 
     def counts(self) -> dict:
         """The JSON counts (findings and errors as numbers)."""
-        d = {k: v for k, v in asdict(self).items() if k not in ("findings", "port_errors", "restarts")}
+        d = {k: v for k, v in asdict(self).items() if k not in ("findings", "port_errors", "restarts", "scaling")}
         d.update(divergences=len(self.findings), port_errors=len(self.port_errors),
                  restarts=len(self.restarts), outcome=self.outcome)
+        if self.scaling:  # slow runs are a warning of their own: they never change the outcome
+            d.update(scaling_runs=len(self.scaling), slow=sum(s.slow for s in self.scaling))
         return d
 
 

@@ -6,6 +6,7 @@
   error (the cap of distinct divergences shows as ``+N capped``);
 - checks that raised (``error`` cells): the exception's last line and where it was raised;
 - port errors, each root cause once;
+- length scaling: every run the encode check timed, slow ones (a warning) first;
 - the reference's own checks (llama-tokenize against libllama), in a section of their own;
 - one section per cause (harness.reports.causes): its title, diagnosis, rule, where it
   shows and its cases, its smallest example, its other findings folded under it; each
@@ -29,6 +30,7 @@ from harness.reports.cells import CHECK_COLUMNS, FLAG_ROWS, LEGEND, cell_text
 from harness.reports.escape import py_literal, render_token
 from harness.reports.finding import BYTE_CHECKS, Finding
 from harness.reports.render import flag_words, window_rows
+from harness.reports.scaling import html_section as scaling_section
 
 e = html.escape
 COLOURS = {"pass": "#cfc", "divergence": "#f99", "port error": "#fc6", "error": "#d9f",
@@ -191,7 +193,8 @@ def html_page(report: Mapping, findings: list[Finding], reference_findings: list
     status = (f"{totals.get('causes', 0)} cause(s) in {totals.get('divergent_cases', 0)} divergent case(s), "
               f"{totals.get('port_errors', 0)} port error(s), {totals.get('errors', 0)} error(s), "
               f"{totals.get('unsupported_cases', 0)} unsupported case(s), "
-              f"{totals.get('not_checked_cases', 0)} not checked, {totals.get('capped_cases', 0)} capped")
+              f"{totals.get('not_checked_cases', 0)} not checked, {totals.get('capped_cases', 0)} capped"
+              + (f", {totals['slow_runs']} slow run(s) (length scaling)" if totals.get("slow_runs") else ""))
     return (f"<!doctype html><html lang='en'><meta charset='utf-8'><title>llama.cpp tokenizer conformance"
             f"</title><style>{_CSS}</style><script>{_JS}</script>"
             f"<h1>llama.cpp tokenizer conformance</h1><p><b>{e(status)}</b></p>"
@@ -199,6 +202,7 @@ def html_page(report: Mapping, findings: list[Finding], reference_findings: list
             + (f"<h2>Errors: checks that raised</h2>{crashed}" if crashed else "")
             + (f"<h2>Port errors</h2>{errors}" if errors else "")
             + (f"<h2>Causes</h2>{_causes(findings)}" if findings else "")
+            + scaling_section(report.get("scaling", []))
             + _reference_section(report.get("reference_checks") or {}, list(reference_findings))
             + "</html>")
 

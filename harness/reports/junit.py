@@ -5,7 +5,9 @@ named ``<test> [C2]`` and titled by the cause, carrying that test's finding of i
 CI page lists bugs, not signatures. A test whose check itself raised (cell outcome
 ``error``) and a test's port errors are JUnit ``error`` s; a test the port could not
 express, or that nothing ran, is ``skipped`` with the reason (never a pass); every test
-case carries its cell's counts and outcome as ``conformance_*`` properties.
+case carries its cell's counts and outcome as ``conformance_*`` properties. A slow run (length
+scaling, :mod:`harness.reports.scaling`) is a passing test case of its own, ``<test> [slow: repeat]``,
+with its fit as properties: a warning, next to whatever the test's own case says.
 
 >>> from xml.etree import ElementTree as ET
 >>> from harness.reports.run import RunReport
@@ -54,12 +56,29 @@ def junit_xml(run) -> str:
             text = "\n\n".join(text_block(run.findings[k]) for k in mine if cause_of[k] is cause)
             ET.SubElement(failed, "failure", message=f"{cause.id}: {cause.title}"[:500], type="divergence").text = text
             counts["failures"] += 1
+        _slow_cases(suite, classname, test, cell, counts, [s for t, s in getattr(run, "scaling", []) if t == test])
     for k, v in counts.items():
         suite.set(k, str(v))
     root = ET.Element("testsuites", name="llama.cpp tokenizer conformance", **{k: str(v) for k, v in counts.items()})
     root.append(suite)
     ET.indent(root)
     return "<?xml version='1.0' encoding='utf-8'?>\n" + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def _slow_cases(suite, classname: str, test: str, cell: dict, counts: dict, runs) -> None:
+    """A passing test case ``<test> [slow: <run>]`` per slow run of the test (JUnit has no
+    warning: slow is not wrong), its fit as properties and its lines as ``system-out``."""
+    for s in runs:
+        if not s.slow:
+            continue
+        case = _case(suite, classname, f"{test} [slow: {s.run}]", cell, counts)
+        props = case.find("properties")
+        for key, value in (("scaling_exponent", f"{s.exponent:.2f}"),
+                           ("scaling_reference_exponent", f"{s.reference_exponent:.2f}"),
+                           ("scaling_port_s", f"{s.port_s[-1]:.6f}"), ("scaling_reference_s", f"{s.reference_s[-1]:.6f}"),
+                           ("scaling_bytes", str(s.sizes[-1])), ("scaling_over_at", str(s.over_at))):
+            ET.SubElement(props, "property", name=f"conformance_{key}", value=value)
+        ET.SubElement(case, "system-out").text = f"{s.line()}\n  {s.inputs()}"
 
 
 def _derived_property(case, run, cell: dict) -> None:
@@ -75,7 +94,7 @@ def _case(suite, classname: str, name: str, cell: dict, counts: dict):
                          time=f"{float(cell.get('seconds', 0.0)):.3f}")
     props = ET.SubElement(case, "properties")
     for key in ("outcome", "cases", "divergent", "unsupported", "port_error_cases", "not_checked", "capped",
-                "error"):
+                "error", "slow"):
         if key in cell:
             ET.SubElement(props, "property", name=f"conformance_{key}", value=str(cell[key]))
     counts["tests"] += 1

@@ -19,7 +19,8 @@ JSON schema of ``conformance.json`` (version 3)::
      "totals": {"cases", "causes", "divergences", "divergent_cases", "port_errors", "errors",
                 "unsupported_cases", "not_checked_cases", "capped_cases", "unattributed_cases", "restarts",
                 "diagnosis_seconds": {"shrink", "diagnose", "predict", "characterise"},   # worker seconds
-                "replayed_inputs", "replayed_findings", "cells_by_outcome": {outcome: int}},
+                "replayed_inputs", "replayed_findings", "scaling_runs", "slow_runs",
+                "cells_by_outcome": {outcome: int}},
      "causes": [                 # the unit of the report: one per bug (harness/reports/causes.py)
         {"id": "C1", "title": str,                # the rule the port breaks, or "unexplained: ..."
          "diagnosis": str|null,                   # the catalogue variant that explains it
@@ -41,6 +42,7 @@ JSON schema of ``conformance.json`` (version 3)::
          "unattributed": int,    # divergent cases no cause took within the count budgets
          "diagnosis_seconds": {"shrink", "diagnose", "predict", "characterise"},  # wall s in this test
          "restarts": int, "seconds": float,
+         "scaling_runs": int, "slow": int,   # encode cells that timed runs: how many, how many slow
          "unsupported_reason": str, "error": str, "error_at": str,
          "outcome": "pass"|"divergence"|"port error"|"error"|"unsupported"|"partial"|"not checked"}],
      "divergences": [...],       # one per finding, shrunk: Finding.to_json, with its "cause" id
@@ -49,6 +51,15 @@ JSON schema of ``conformance.json`` (version 3)::
                       "message": str, "stderr": str, "cases": int,
                       "fatal": bool, "tests": [str]}],       # one per root cause
      "restarts": [{"vocab": str, "test": str, "note": str}],
+     "scaling": [                # each run the encode check timed (harness/reports/scaling.py)
+        {"vocab", "check", "flags", "test", "run": "repeat"|"word"|"whitespace"|"specials", "example",
+         "sizes": [int],                          # bytes
+         "port_s": [float], "reference_s": [float],   # the fastest call per size
+         "port_overhead_s", "reference_overhead_s",   # each side's time for a one-character text
+         "exponent", "reference_exponent",        # fitted: time grows as n^exponent
+         "slow": bool,                            # a warning: never changes an outcome or the exit code
+         "over_at": int|null, "factor", "superlinear", "margin", "repeats", "port",
+         "clock": "cpu"|"wall"}],          # CPU time of the port's processes (wall only without /proc)
      "reference_checks": {"cells": [...], "divergences": [...], "errors": [...],
                           "totals": {"cases", "divergences", "divergent_cases", "errors",
                                      "unsupported_cases", "cells_by_outcome"}},
@@ -88,6 +99,7 @@ from harness.reports.causes import Cause, group_causes
 from harness.reports.cells import LEGEND, REFERENCE_CHECKS, cell_text, merge_cells, summary_table
 from harness.reports.finding import Finding
 from harness.reports.render import finding_line, text_block
+from harness.reports.scaling import Scaling, summary as scaling_summary
 
 SCHEMA = 3
 #: What the reference checks compare (their section's title).
@@ -152,6 +164,7 @@ class RunReport:
         self.wall_s: float | None = None  # a merged report's wall time (else the clock's)
         # derived vocab -> {"kind", "derived_from", "description", "sha256"} (harness/inputs/derived)
         self.derived: dict[str, dict] = {}
+        self.scaling: list[tuple[str, Scaling]] = []  # (test, run timed), in test order
 
     def add(self, data: dict, worker: str) -> None:
         """One test's tally, as its worker shipped it."""
@@ -181,6 +194,8 @@ class RunReport:
             root["tests"].append(data["test"])
         self.restarts += [{"vocab": counts["vocab"], "test": data["test"], "note": n}
                           for n in data.get("restarts", [])]
+        self.scaling = sorted(self.scaling + [(data["test"], Scaling.from_json(x)) for x in data.get("scaling", [])],
+                              key=lambda ts: (ts[0], ts[1].run))
         w = self.workers.setdefault(worker, {"cases": 0, "seconds": 0.0})
         w["cases"] += counts.get("cases", 0)
         w["seconds"] += counts.get("seconds", 0.0)
@@ -205,6 +220,7 @@ class RunReport:
                 "restarts": len(self.restarts),
                 "replayed_inputs": sum(c.get("replayed", 0) for c in self.cells),
                 "replayed_findings": len(self.replay_only()),
+                "scaling_runs": len(self.scaling), "slow_runs": sum(s.slow for _, s in self.scaling),
                 "cells_by_outcome": _by_outcome(self.cells)}
 
     def reference_totals(self) -> dict:
@@ -288,6 +304,7 @@ class RunReport:
             out.append((f"-port error: {err['vocab']} ({err['cases']} case(s), {len(err['tests'])} test(s))",
                         err["message"]))
         out += [(None, f"port restarted: {r['vocab']} before {r['test']}: {r['note']}") for r in self.restarts]
+        out += scaling_summary(s for _, s in self.scaling)
         out += self._reference_summary()
         if t["replayed_inputs"]:
             only = self.replay_only()
@@ -300,7 +317,7 @@ class RunReport:
                           f"{t['unsupported_cases']} unsupported case(s), {t['not_checked_cases']} case(s) not "
                           f"checked, {t['capped_cases']} capped case(s), {t['unattributed_cases']} divergent case(s) "
                           f"unattributed (past the cases kept and examined per signature, or no cause left to give them), "
-                          f"{t['restarts']} restart(s); "
+                          f"{t['restarts']} restart(s), {t['slow_runs']} slow run(s) (length scaling); "
                           f"cells: {', '.join(f'{v} {k}' for k, v in sorted(t['cells_by_outcome'].items()))}; "
                           f"reports in {report_dir}/"))
         spent = t["diagnosis_seconds"]
@@ -351,6 +368,7 @@ class RunReport:
                 "divergences": [f.to_json() | {"cause": cause_of[k]} for k, f in enumerate(self.findings)],
                 "errors": self.errors,
                 "port_errors": list(self.port_errors.values()), "restarts": self.restarts,
+                "scaling": [s.to_json() | {"test": test} for test, s in self.scaling],
                 "cells": sorted(merged, key=order), "reference_checks": reference,
                 "vocabs": vocabs, "throughput": self.throughput(), "tallies": self.tallies}
 
