@@ -30,6 +30,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from harness.reports.finding import BYTE_CHECKS, Finding
+from harness.tokenizer import unicode as U
 
 
 @dataclass
@@ -100,16 +101,34 @@ _MAJOR = {"L": "letter", "M": "mark", "N": "number", "P": "punctuation", "S": "s
 
 def trigger_classes(triggers) -> str:
     """The class of a cause's triggers: ``compat`` when every one has a compatibility
-    decomposition (NFKC changes it: Ⅶ, ①, ｋ, ˘, a defect of normalisation whatever the
-    category), else their major general categories, e.g. ``'P'`` or ``'L+N'``.
+    decomposition (NFKC changes it and NFC does not: Ⅶ, ①, ｋ, ˘, a defect of normalisation
+    whatever the category), else their major general categories in llama.cpp's tables
+    (:func:`major_class`), e.g. ``'P'`` or ``'L+N'``. U+037E, a canonical singleton (NFC
+    changes it too), is punctuation: ``trigger_classes(["\\u037e"]) == 'P'``.
 
     >>> trigger_classes(["\\u066a", "\\u2019"]), trigger_classes(["\\u0416", "7"]), trigger_classes(["\\u2166", "\\uff4b"])
     ('P', 'L+N', 'compat')
     """
     chars = [c for c in triggers if len(c) == 1]
-    if chars and all(unicodedata.normalize("NFKC", c) != c for c in chars):
+    if chars and all(unicodedata.normalize("NFKC", c) != unicodedata.normalize("NFC", c) for c in chars):
         return "compat"
-    return "+".join(sorted({unicodedata.category(c)[0] for c in chars}))
+    return "+".join(sorted({major_class(c) for c in chars}))
+
+
+#: llama.cpp's category flags (src/unicode.h) -> the major general category a title names.
+_FLAG_MAJOR = ((U.LETTER, "L"), (U.NUMBER, "N"), (U.ACCENT_MARK, "M"), (U.PUNCTUATION, "P"),
+               (U.SYMBOL, "S"), (U.SEPARATOR, "Z"), (U.CONTROL, "C"), (U.UNDEFINED, "C"))
+
+
+def major_class(c: str) -> str:
+    """A code point's major category in llama.cpp's own Unicode 15.1 tables (not Python's
+    unicodedata, which is older: U+11B00 is punctuation there, unassigned here).
+
+    >>> major_class("\\U00011b00"), major_class("a"), major_class("\\u037e")
+    ('P', 'L', 'P')
+    """
+    flags = U.cpt_flags(ord(c))
+    return next((name for bit, name in _FLAG_MAJOR if flags & bit), "C")
 
 
 def triggered_title(family: str, classes: str, triggers: list[str]) -> str:
