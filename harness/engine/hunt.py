@@ -50,7 +50,7 @@ from harness.engine.causes import UNANSWERED, CauseFinder, Group
 from harness.engine.replay import jsonable, save_replay
 from harness.errors import PortError, PortRequestError, PortUnsupported, root_cause
 
-from harness.reports.cells import cell_outcome
+from harness.reports.cells import cell_outcomes
 
 
 def error_summary(e: BaseException) -> tuple[str, str]:
@@ -120,19 +120,24 @@ class Tally:
     seconds: float = 0.0
 
     @property
+    def outcomes(self) -> tuple[str, ...]:
+        """Every outcome of these counts, worst first (:func:`harness.reports.cells.cell_outcomes`)."""
+        return cell_outcomes({"divergences": len(self.findings), "divergent": self.divergent,
+                              "port_errors": len(self.port_errors), "cases": self.cases,
+                              "errors": self.errors,
+                              "unsupported": self.unsupported, "not_checked": self.not_checked,
+                              "unsupported_reason": self.unsupported_reason})
+
+    @property
     def outcome(self) -> str:
-        """The cell outcome of these counts (:func:`harness.reports.cells.cell_outcome`)."""
-        return cell_outcome({"divergences": len(self.findings), "divergent": self.divergent,
-                             "port_errors": len(self.port_errors), "cases": self.cases,
-                             "errors": self.errors,
-                             "unsupported": self.unsupported, "not_checked": self.not_checked,
-                             "unsupported_reason": self.unsupported_reason})
+        """The worst of :attr:`outcomes`."""
+        return self.outcomes[0]
 
     def counts(self) -> dict:
         """The JSON counts (findings and errors as numbers)."""
         d = {k: v for k, v in asdict(self).items() if k not in ("findings", "port_errors", "restarts")}
         d.update(divergences=len(self.findings), port_errors=len(self.port_errors),
-                 restarts=len(self.restarts), outcome=self.outcome)
+                 restarts=len(self.restarts), outcome=self.outcome, outcomes=list(self.outcomes))
         return d
 
 

@@ -19,7 +19,8 @@ JSON schema of ``conformance.json`` (version 3)::
      "totals": {"cases", "causes", "divergences", "divergent_cases", "port_errors", "errors",
                 "unsupported_cases", "not_checked_cases", "capped_cases", "unattributed_cases", "restarts",
                 "diagnosis_seconds": {"shrink", "diagnose", "predict", "characterise"},   # worker seconds
-                "replayed_inputs", "replayed_findings", "cells_by_outcome": {outcome: int}},
+                "replayed_inputs", "replayed_findings",
+                "cells_by_outcome": {outcome: int}},   # by all of a cell's outcomes: "error + divergence"
      "causes": [                 # the unit of the report: one per bug (harness/reports/causes.py)
         {"id": "C1", "title": str,                # the rule the port breaks, or "unexplained: ..."
          "diagnosis": str|null,                   # the catalogue variant that explains it
@@ -42,7 +43,8 @@ JSON schema of ``conformance.json`` (version 3)::
          "diagnosis_seconds": {"shrink", "diagnose", "predict", "characterise"},  # wall s in this test
          "restarts": int, "seconds": float,
          "unsupported_reason": str, "error": str, "error_at": str,
-         "outcome": "pass"|"divergence"|"port error"|"error"|"unsupported"|"partial"|"not checked"}],
+         "outcome": "error"|"port error"|"divergence"|"unsupported"|"partial"|"not checked"|"pass",  # the worst
+         "outcomes": [str]}],    # every outcome of the cell, worst first (harness/reports/cells.py)
      "divergences": [...],       # one per finding, shrunk: Finding.to_json, with its "cause" id
      "errors": [{"vocab", "check", "flags", "test", "error", "error_at", "cases"}],  # checks that raised
      "port_errors": [{"vocab": str, "check": str, "flags": str,   # the first cell it hit
@@ -85,7 +87,7 @@ from pathlib import Path
 
 from harness.errors import root_cause
 from harness.reports.causes import Cause, group_causes
-from harness.reports.cells import LEGEND, REFERENCE_CHECKS, cell_text, merge_cells, summary_table
+from harness.reports.cells import LEGEND, REFERENCE_CHECKS, cell_text, merge_cells, outcome_label, summary_table
 from harness.reports.finding import Finding
 from harness.reports.render import finding_line, text_block
 
@@ -108,9 +110,14 @@ def _summed(dicts) -> dict:
 
 
 def _by_outcome(cells) -> dict[str, int]:
+    """Cells counted by all their outcomes at once (:func:`~harness.reports.cells.outcome_label`).
+
+    >>> _by_outcome([{"vocab": "v", "flags": "plain", "check": "encode", "cases": 3, "divergent": 1, "errors": 1}])
+    {'error + divergence': 1}
+    """
     out: dict[str, int] = {}
     for c in merge_cells(cells).values():
-        out[c["outcome"]] = out.get(c["outcome"], 0) + 1
+        out[outcome_label(c)] = out.get(outcome_label(c), 0) + 1
     return out
 
 
