@@ -4,11 +4,13 @@ exit code ``llama-conformance run`` gives for those cells (``harness.cli.exit_co
 
 from __future__ import annotations
 
+import html
 import re
 
 import pytest
 
 from harness import cli
+from harness.engine.hunt import CheckFailed, Hunt
 from tests.support.suite import SUITE, faulty_port, run_suite, suite_node
 
 pytest_plugins = ["pytester"]
@@ -174,7 +176,8 @@ def test_the_cap_shows_in_the_cell_the_totals_and_the_html():
 
 
 def test_replayed_inputs_and_the_findings_only_they_found_are_reported_apart():
-        h = Hunt("encode", "plain", lambda t: _divergent(t) if "x" in t or "y" in t else None, vocab="v",
+    from harness.engine.hunt import CheckFailed, Hunt
+    h = Hunt("encode", "plain", lambda t: _divergent(t) if "x" in t or "y" in t else None, vocab="v",
              signature=lambda f: f.text[0])
     h.begin(replay=["x1", "ok"])            # the store: 'x' only comes from it
     for text in ["a", "y1", "y2"]:          # generated: 'y'
@@ -208,3 +211,44 @@ def test_an_exception_outside_the_cases_is_filed_where_it_belongs():
         h.finish()
     assert "its cell reads 'error'" in "\n".join(e.value.__notes__)
 
+
+def test_port_errors_alike_but_for_an_id_are_one_root_with_its_variants():
+    """A port that refuses each control token with its id in the message: one root, not one
+    per id, in the cell, the JSON, the terminal, the HTML and the JUnit."""
+    from harness.errors import PortRequestError
+    from harness.reports.html import html_page
+    from harness.reports.junit import junit_xml
+
+    def refuse(text):
+        if text.isdigit():
+            raise PortRequestError(f"port 'p' answered error: token {text} refused on request {{\"text\": {text!r}}}")
+    h = Hunt("encode", "parse", refuse, vocab="qwen2")
+    for text in ["151643", "151644", "151643", "ok"]:
+        h.case(text)
+    with pytest.raises(CheckFailed):
+        h.finish()
+    assert (h.tally.port_error_cases, len(h.tally.port_errors), h.tally.port_errors[0]["variant_count"]) == (3, 1, 2)
+    r = _report(h, _refusing("plain", "151645"))
+    [root] = r.to_json({})["port_errors"]
+    assert (root["variant_count"], root["cases"], len(root["tests"])) == (3, 4, 2)
+    assert root["variants"] == ["port 'p' answered error: token 151643 refused",
+                                "port 'p' answered error: token 151644 refused",
+                                "port 'p' answered error: token 151645 refused"]
+    assert r.to_json({})["totals"]["port_errors"] == 1
+    line = "3 variants of \"port '…' answered error: token <n> refused\": port 'p' answered error: token 151643 refused"
+    assert line in "\n".join(text for _, text in r.summary("r"))
+    assert html.escape(line) in html_page(r.to_json({}), r.findings)
+    assert junit_xml(r).count("<error ") == 2   # one per test the root hit
+
+
+def _refusing(flags, *ids):
+    from harness.errors import PortRequestError
+
+    def refuse(text):
+        raise PortRequestError(f"port 'p' answered error: token {text} refused on request {{}}")
+    h = Hunt("encode", flags, refuse, vocab="qwen2")
+    for text in ids:
+        h.case(text)
+    with pytest.raises(CheckFailed):
+        h.finish()
+    return h

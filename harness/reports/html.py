@@ -6,7 +6,8 @@
   then raised, in each of their colours), each cell linking to its findings, port error and
   error (the cap of distinct divergences shows as ``+N capped``);
 - checks that raised (``error`` cells): the exception's last line and where it was raised;
-- port errors, each root cause once;
+- port errors, each root cause once (messages alike but for numbers, ids and quoted text are one
+  root: its count of variants and the first few shown);
 - the reference's own checks (llama-tokenize against libllama), in a section of their own;
 - one section per cause (harness.reports.causes): its title, diagnosis, rule, where it
   shows and its cases, its smallest example, its other findings folded under it; each
@@ -29,7 +30,7 @@ from harness.reports.causes import group_causes
 from harness.reports.cells import CHECK_COLUMNS, FLAG_ROWS, LEGEND, cell_outcomes, cell_text, outcome_label
 from harness.reports.escape import py_literal, render_token
 from harness.reports.finding import BYTE_CHECKS, Finding
-from harness.reports.render import flag_words, window_rows
+from harness.reports.render import flag_words, variants_text, window_rows
 
 e = html.escape
 COLOURS = {"pass": "#cfc", "divergence": "#f99", "port error": "#fc6", "error": "#d9f",
@@ -246,5 +247,8 @@ def _port_error(p: Mapping, anchored: bool) -> str:
     """One root port error; the first of its vocab carries the anchor the grid links to."""
     ident = f" id='e-{e(p['vocab'])}'" if anchored else ""
     tests = e(", ".join(p.get("tests", [])))
+    variants = variants_text(p)
     return (f"<div class='finding'{ident}><b>port error: {e(p['vocab'])}</b> "
-            f"({p.get('cases', 0)} case(s); tests: {tests})<pre>{e(p['message'])}</pre></div>")
+            f"({p.get('cases', 0)} case(s); tests: {tests})"
+            + (f"<p class='variants'>{e(variants)}</p>" if variants else "")
+            + f"<pre>{e(p['message'])}</pre></div>")
