@@ -20,7 +20,7 @@ JSON schema of ``conformance.json`` (version 3)::
                 "unsupported_cases", "not_checked_cases", "capped_cases", "unattributed_cases", "restarts",
                 "diagnosis_seconds": {"shrink", "diagnose", "predict", "characterise"},   # worker seconds
                 "replayed_inputs", "replayed_findings", "scaling_runs", "slow_runs",
-                "cells_by_outcome": {outcome: int}},
+                "cells_by_outcome": {outcome: int}},   # by all of a cell's outcomes: "error + divergence"
      "causes": [                 # the unit of the report: one per bug (harness/reports/causes.py)
         {"id": "C1", "title": str,                # the rule the port breaks, or "unexplained: ..."
          "diagnosis": str|null,                   # the catalogue variant that explains it
@@ -44,12 +44,16 @@ JSON schema of ``conformance.json`` (version 3)::
          "restarts": int, "seconds": float,
          "scaling_runs": int, "slow": int,   # encode cells that timed runs: how many, how many slow
          "unsupported_reason": str, "error": str, "error_at": str,
-         "outcome": "pass"|"divergence"|"port error"|"error"|"unsupported"|"partial"|"not checked"}],
+         "outcome": "error"|"port error"|"divergence"|"unsupported"|"partial"|"not checked"|"pass",  # the worst
+         "outcomes": [str]}],    # every outcome of the cell, worst first (harness/reports/cells.py)
      "divergences": [...],       # one per finding, shrunk: Finding.to_json, with its "cause" id
      "errors": [{"vocab", "check", "flags", "test", "error", "error_at", "cases"}],  # checks that raised
      "port_errors": [{"vocab": str, "check": str, "flags": str,   # the first cell it hit
-                      "message": str, "stderr": str, "cases": int,
-                      "fatal": bool, "tests": [str]}],       # one per root cause
+                      "message": str, "stderr": str, "cases": int,  # its first message
+                      "fatal": bool, "tests": [str],       # one per root cause and vocab:
+                      "shape": str,                        # messages alike but for numbers, ids, quotes
+                      "variants": [str],                   # its distinct messages (the first 50)
+                      "variant_count": int}],              # how many there were
      "restarts": [{"vocab": str, "test": str, "note": str}],
      "scaling": [                # each run the encode check timed (harness/reports/scaling.py)
         {"vocab", "check", "flags", "test", "run": "repeat"|"word"|"whitespace"|"specials", "example",
@@ -94,11 +98,11 @@ import json
 import time
 from pathlib import Path
 
-from harness.errors import root_cause
+from harness.errors import VARIANTS_KEPT, root_cause, root_shape
 from harness.reports.causes import Cause, group_causes
-from harness.reports.cells import LEGEND, REFERENCE_CHECKS, cell_text, merge_cells, summary_table
+from harness.reports.cells import LEGEND, REFERENCE_CHECKS, cell_text, merge_cells, outcome_label, summary_table
 from harness.reports.finding import Finding
-from harness.reports.render import finding_line, text_block
+from harness.reports.render import finding_line, text_block, variants_text
 from harness.reports.scaling import Scaling, summary as scaling_summary
 
 SCHEMA = 3
@@ -120,9 +124,14 @@ def _summed(dicts) -> dict:
 
 
 def _by_outcome(cells) -> dict[str, int]:
+    """Cells counted by all their outcomes at once (:func:`~harness.reports.cells.outcome_label`).
+
+    >>> _by_outcome([{"vocab": "v", "flags": "plain", "check": "encode", "cases": 3, "divergent": 1, "errors": 1}])
+    {'error + divergence': 1}
+    """
     out: dict[str, int] = {}
     for c in merge_cells(cells).values():
-        out[c["outcome"]] = out.get(c["outcome"], 0) + 1
+        out[outcome_label(c)] = out.get(outcome_label(c), 0) + 1
     return out
 
 
@@ -186,12 +195,7 @@ class RunReport:
         if counts.get("errors"):
             self.errors.append(_error_entry(counts, data["test"]))
         for err in data["port_errors"]:
-            # One root cause counts once per vocab, however many tests and cases it hit.
-            key = (counts["vocab"], root_cause(err["message"]))
-            root = self.port_errors.setdefault(key, dict(err, vocab=counts["vocab"], check=counts["check"],
-                                                         flags=counts["flags"], cases=0, tests=[]))
-            root["cases"] += err.get("cases", 0)
-            root["tests"].append(data["test"])
+            self._port_error(err, counts, data["test"])
         self.restarts += [{"vocab": counts["vocab"], "test": data["test"], "note": n}
                           for n in data.get("restarts", [])]
         self.scaling = sorted(self.scaling + [(data["test"], Scaling.from_json(x)) for x in data.get("scaling", [])],
@@ -199,6 +203,21 @@ class RunReport:
         w = self.workers.setdefault(worker, {"cases": 0, "seconds": 0.0})
         w["cases"] += counts.get("cases", 0)
         w["seconds"] += counts.get("seconds", 0.0)
+
+    def _port_error(self, err: dict, counts: dict, test: str) -> None:
+        """One test's root port error into the run's: one root per vocab and shape
+        (:func:`harness.errors.root_shape`), however many tests, cases and variants it had.
+        A tally of an older run (no ``variants``) has its message as its one variant."""
+        shape = root_shape(err["message"])
+        root = self.port_errors.setdefault((counts["vocab"], shape), dict(
+            err, vocab=counts["vocab"], check=counts["check"], flags=counts["flags"], cases=0, tests=[],
+            shape=shape, variants=[], variant_count=0))
+        root["cases"] += err.get("cases", 0)
+        root["tests"].append(test)
+        mine = err.get("variants") or [root_cause(err["message"])]
+        root["variants"] += [v for v in mine if v not in root["variants"]][:VARIANTS_KEPT - len(root["variants"])]
+        # Exact unless a test kept fewer variants than it counted: then at least this many.
+        root["variant_count"] = max(len(root["variants"]), root["variant_count"], err.get("variant_count", 1))
 
     def causes(self) -> list[Cause]:
         """The run's causes (harness.reports.causes), most divergent cases first."""
@@ -301,8 +320,9 @@ class RunReport:
             out.append((f"-error: {err['vocab']} {err['check']} {err['flags']} (after {err['cases']} case(s))",
                         f"{err['error']}\n  at {err['error_at']}\n  test {err['test']}"))
         for err in self.port_errors.values():
+            variants = variants_text(err)
             out.append((f"-port error: {err['vocab']} ({err['cases']} case(s), {len(err['tests'])} test(s))",
-                        err["message"]))
+                        err["message"] + (f"\n  {variants}" if variants else "")))
         out += [(None, f"port restarted: {r['vocab']} before {r['test']}: {r['note']}") for r in self.restarts]
         out += scaling_summary(s for _, s in self.scaling)
         out += self._reference_summary()
