@@ -353,14 +353,14 @@ class CauseFinder:
             if not ok:
                 return own[0] + other[0], own[1] + other[1], False
             own[1] += 1
-        # A narrow explanation (its case the only one it changes, nearly) also claims the port
-        # is right around it, and a table (Unicode 15's format controls) claims it is right on
-        # the rest of the class: where the port parts from llama.cpp there the same way, the
-        # defect is wider than the explanation ("no BOS on an empty text" for no BOS at all,
-        # "U+1343D is unassigned" for every format control kept).
+        # An explanation also claims the port is right where it agrees with llama.cpp: around its
+        # case, on the rest of a table's class (Unicode 15's format controls), on a character
+        # over two tokens. Where the port parts from llama.cpp there the same way, the defect is
+        # wider than the explanation ("no BOS on an empty text" for no BOS at all, "U+1343D is
+        # unassigned" for every format control kept, lossy UTF-8 for lossy per token).
         agreements = getattr(self.diagnoser, "agreements", None)
         if agreements is not None:
-            for x in agreements(key, f, AGREEMENTS, table_only=own[0] >= NARROW):
+            for x in agreements(key, f, AGREEMENTS):
                 got = self.probe(f.check, x, None)
                 if got is UNANSWERED or got is None:
                     continue

@@ -49,7 +49,8 @@ def prediction_inputs(tok, f: Finding, param=None, points=()):
     (a variant about *all* specials must hold for the others too); then the text in each of
     :data:`CONTEXTS`, twice over, and with spaces around;
     decode: each special, unknown or unused id swapped for other ids of its type; the ids
-    after and before a greeting's ids, twice over, and each id alone;
+    after and before a greeting's ids, twice over, and each id alone; a character over two
+    tokens (:func:`_split_character`), alone and after the ids;
     piece: nearby ids, then ids spread over the vocab, of the same token type first.
 
     >>> f = Finding("encode", "v", None, False, False, "\u0689\u066a", None)
@@ -63,8 +64,9 @@ def prediction_inputs(tok, f: Finding, param=None, points=()):
         ids = tuple(f.decoded_ids)
         hello = tuple(tok.encode("Hello world", add_special=False, parse_special=False))
         swapped = [ids[:k] + (o,) + ids[k + 1:] for k, i in enumerate(ids) for o in _same_kind(tok, i)]
+        split = _split_character(tok)  # a character over two tokens: whole in llama.cpp's output
         yield from dict.fromkeys(swapped + [hello + ids, ids + hello, ids + ids, *((i,) for i in ids),
-                                            ids[1:], ids[:-1]])
+                                            ids[1:], ids[:-1]] + ([split, ids + split] if split else []))
         return
     t = f.text
     chars = [param] if isinstance(param, str) and len(param) == 1 else []
@@ -140,21 +142,39 @@ def _same_kind(tok, id: int, n: int = 3) -> list[int]:
             + [ids[len(ids) // 2] for bit, ids in groups.items() if bit != mine and ids])
 
 
+def _split_character(tok) -> tuple[int, ...] | None:
+    """Ids whose pieces are the two bytes of U+00E9 one by one (byte tokens, or a byte-level
+    BPE's base tokens), or None: llama.cpp decodes them to the whole character, a port that
+    turns each piece into a string on its own gives two U+FFFD."""
+    from harness.diagnosis.base import cached
+
+    def find():
+        single = {}
+        for i in range(tok.vocab.n_vocab):
+            piece = tok.token_to_piece(i, special=False)
+            if len(piece) == 1:
+                single.setdefault(piece, i)
+        ids = tuple(single.get(bytes([b])) for b in "\u00e9".encode())
+        return None if None in ids else ids
+    return cached(tok, ("prediction split character",), find)
+
+
 def _normal_alike(tok, id: int) -> int | None:
-    """A normal token whose text is as long as ``id``'s (or the next longer): a variant about
-    pieces' length (a fixed buffer) must hold for normal tokens too, one about a type need not."""
+    """A normal token whose piece is as long as ``id``'s (or the next longer): a variant about
+    pieces' length (a fixed buffer) must hold for normal tokens too, one about a type need not.
+    Pieces, not texts: a byte-level BPE text is longer than its bytes."""
     from harness.diagnosis.base import cached
     from harness.tokenizer.vocab import NORMAL
     v = tok.vocab
 
     def by_length():
         out: dict[int, int] = {}
-        for i, (t, a) in enumerate(zip(v.tokens, v.attrs)):
+        for i, a in enumerate(v.attrs):
             if a & NORMAL:
-                out.setdefault(len(t), i)
+                out.setdefault(len(tok.token_to_piece(i, special=True)), i)
         return out
-    lengths = cached(tok, ("prediction normal ids by length",), by_length)
-    want = len(v.tokens[id])
+    lengths = cached(tok, ("prediction normal ids by piece length",), by_length)
+    want = len(tok.token_to_piece(id, special=True))
     fit = [n for n in lengths if n >= want]
     return lengths[min(fit)] if fit else None
 
