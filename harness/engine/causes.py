@@ -99,9 +99,9 @@ class Diagnoser(Protocol):
     def answers(self, key: str, finding, x, got) -> bool:
         """Whether the port's answer on ``x`` (``got``, None for llama.cpp's) is the explanation's."""
 
-    def agreements(self, key: str, finding, n: int, table_only: bool = False) -> list:
+    def agreements(self, key: str, finding, n: int, targeted: bool = False) -> list:
         """Up to ``n`` inputs (the finding's own flags) where the explanation ``key`` and llama.cpp
-        agree (``table_only``: only those off a table variant's table, in its class)."""
+        agree (``targeted``: only those where a wider defect of its kind would show)."""
 
     def predicted(self, key: str, x, got) -> bool:
         """Whether the port's answer on ``x`` (``got``: the rerun's finding, or None) is the explanation's."""
@@ -353,14 +353,15 @@ class CauseFinder:
             if not ok:
                 return own[0] + other[0], own[1] + other[1], False
             own[1] += 1
-        # An explanation also claims the port is right where it agrees with llama.cpp: around its
-        # case, on the rest of a table's class (Unicode 15's format controls), on a character
-        # over two tokens. Where the port parts from llama.cpp there the same way, the defect is
-        # wider than the explanation ("no BOS on an empty text" for no BOS at all, "U+1343D is
-        # unassigned" for every format control kept, lossy UTF-8 for lossy per token).
+        # An explanation also claims the port is right where it agrees with llama.cpp: a narrow
+        # one around its case, any one where a wider defect of its kind shows (the rest of a
+        # table's class, a character over two tokens). Where the port parts from llama.cpp there
+        # the same way, the defect is wider than the explanation ("no BOS on an empty text" for
+        # no BOS at all, "U+1343D is unassigned" for every format control kept, lossy UTF-8 for
+        # lossy per token).
         agreements = getattr(self.diagnoser, "agreements", None)
         if agreements is not None:
-            for x in agreements(key, f, AGREEMENTS):
+            for x in agreements(key, f, AGREEMENTS, targeted=own[0] >= NARROW):
                 got = self.probe(f.check, x, None)
                 if got is UNANSWERED or got is None:
                     continue

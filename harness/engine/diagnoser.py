@@ -375,19 +375,22 @@ class Diagnoser:
         port = exact_output(self.tok, case) if got is None else self.case_of(got).port_output
         return _same(want, port)
 
-    def agreements(self, key: str, f: Finding, n: int, table_only: bool = False) -> list:
+    def agreements(self, key: str, f: Finding, n: int, targeted: bool = False) -> list:
         """Up to ``n`` inputs (the finding's own flags) where the variant ``key`` answers what
-        llama.cpp answers: a narrow variant claims the port does too. A table variant's first
-        (:func:`outside_table`): the text with a code point of its table swapped for others of
-        llama.cpp's same class outside it, where a port whose defect is the whole class (every
-        format control kept, not just Unicode 15's) parts from llama.cpp too. ``table_only``:
-        just those (asked of every table variant, narrow or not)."""
+        llama.cpp answers: a narrow variant claims the port does too. The targeted ones first,
+        where a wider defect of the same kind shows: a table variant's text with a code point
+        of its table swapped for others of llama.cpp's same class outside it
+        (:func:`outside_table`: every format control kept, not just Unicode 15's), and for
+        decode a character over two tokens (:func:`_split_character`: lossy per token, not
+        over the output). ``targeted``: just those (asked of every explanation, narrow or not:
+        the generic ones would meet a port's other bugs of the same check)."""
         v = self._bound.get(key)
         if v is None:
             return []
         out = []
-        inputs = list(outside_table(v, f))
-        if not table_only:
+        split = _split_character(self.tok) if f.check == "decode" else None
+        inputs = list(outside_table(v, f)) + ([split, tuple(f.decoded_ids) + split] if split else [])
+        if not targeted:
             inputs += [x for x in prediction_inputs(self.tok, f, v.param) if x not in inputs]
         for x in inputs:
             if len(out) >= n:
