@@ -22,9 +22,7 @@ characters whenever one exists.
 
 from __future__ import annotations
 
-import keyword
 import os
-import token
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -147,29 +145,13 @@ _contraction = st.tuples(st.sampled_from(["", "it", "don", "we", "I", "THEY"]),
 contractions = st.lists(_contraction, min_size=1, max_size=4).map("".join)
 
 # --- punctuation and source code -----------------------------------------------------------
-# Snippets of whole constructs (a function, JSON, a tag, a diff header). None of them is a
-# text of the known check (harness/inputs/known.py): tests/test_generation_alone.py checks.
-_CODE = ["def f(x):\n    return x**2\n",
+_CODE = ["->", "!=", "==", "x != y and a.b == c", "def f(x):\n    return x**2\n",
          "{\"a\": [1, 2.5e-3]}", "<div class=\"x\">", "#include <stdio.h>", "a.b(c)[d]",
-         "...", "$$", "//", "/* */", "```py\n", "\\n", "@@ -1,2 +1 @@",
+         "...", "$$", "~~", "x ~é ~~", "//", "/* */", "```py\n", "\\n", "@@ -1,2 +1 @@",
          "if (a <= b && c >= d) { return; }", "    ", "\t\t}", "'''", "«»", "¿¡"]
-
-# Expressions from the rules of a programming language, not from a list of texts: Python's
-# own operator and keyword tables (token.EXACT_TOKEN_TYPES, keyword.kwlist; shortest first,
-# so an operator shrinks toward one character), between identifiers of ASCII and Latin-1
-# letters, spaced or glued. They draw "->", "x ~é ~~" and "x != y and a.b == c" alike.
-_OPERATORS = sorted(token.EXACT_TOKEN_TYPES, key=lambda o: (len(o), o)) + keyword.kwlist
-_operand = st.one_of(st.just(""), _run(_alphabet((0x61, 0x7A), (0xE0, 0xF6)), 3))
-_space = st.sampled_from(["", " "])
-#: Up to four operators between operands (an operand may be empty: "->", "~~", "x ~é ~~").
-code_expressions = st.builds(
-    lambda terms, last: "".join(map("".join, terms)) + last,
-    st.lists(st.tuples(_operand, _space, st.sampled_from(_OPERATORS), _space), min_size=1, max_size=4), _operand)
-
-#: ASCII punctuation runs, Unicode punctuation, source-code snippets and expressions.
+#: ASCII punctuation runs, Unicode punctuation, and source-code snippets.
 punctuation_code = st.one_of(
     st.sampled_from(_CODE),
-    code_expressions,
     _run(_alphabet("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"), 8),
     _run(_alphabet(categories=["Pd", "Ps", "Pe", "Pi", "Pf", "Po", "Sm", "Sc", "Sk"]), 4),
 )
