@@ -274,11 +274,17 @@ def characterise(loci: Counter) -> str:
     '3 code point(s): U+FF08 (3), U+FF09 (2), U+2019 (1); categories: Ps 1, Pe 1, Pf 1'
     >>> characterise(Counter({5: 2, 900: 1}))
     '2 token(s): ids 5..900: 5 (2), 900 (1)'
+    >>> characterise(Counter({128247: 15, "<": 32}))
+    '1 token(s): ids 128247..128247: 128247 (15); at its encode cases 1 code point(s): U+003C (32); categories: Sm 1'
     >>> characterise(Counter())
     ''
     """
     if not loci:
         return ""
+    ids, chars = Counter({k: n for k, n in loci.items() if isinstance(k, int)}), Counter(
+        {k: n for k, n in loci.items() if not isinstance(k, int)})
+    if ids and chars:  # a vocabulary defect met in pieces (ids) and encode (characters): each apart
+        return f"{characterise(ids)}; at its encode cases {characterise(chars)}"
     top = sorted(loci.items(), key=lambda kv: (-kv[1], str(kv[0])))
     shown = ", ".join(f"{_locus_name(k)} ({n})" for k, n in top[:12]) + (", ..." if len(top) > 12 else "")
     if all(isinstance(k, str) for k in loci):
