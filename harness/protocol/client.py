@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
+import signal
 import subprocess
 import tempfile
 from pathlib import Path
@@ -29,6 +31,9 @@ from harness.protocol.channel import MAX_LINE, ChannelError, LineChannel
 DEFAULT_TIMEOUT = float(os.environ.get("PORT_TIMEOUT", "30"))
 #: Requests sent in one ``batch`` line at most.
 BATCH_SIZE = 512
+#: The port's stderr kept in an error: its last bytes (a port may log without end).
+STDERR_TAIL = 64 * 1024
+_HEX = re.compile(r"(?:[0-9a-fA-F]{2})*")
 
 
 def split_command(command: str, vocab_path: str | Path) -> list[str]:
@@ -59,8 +64,7 @@ class ExternalPort:
         self.command, self.timeout, self._n_vocab = command, timeout, n_vocab
         self._stderr = tempfile.TemporaryFile()  # a file, not a pipe: a chatty port cannot block
         try:
-            self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         stderr=self._stderr)
+            self.proc = self._spawn(self.argv, self._stderr)
         except OSError as e:
             raise PortError(f"cannot start port {self.argv!r}: {e}. Check the PORT command.") from e
         # Non-blocking pipes under one deadline per request: see harness.protocol.channel.
@@ -68,15 +72,34 @@ class ExternalPort:
         self.dead: PortError | None = None
         self._info: dict | None = None
 
+    def _spawn(self, argv: list[str], stderr) -> subprocess.Popen:
+        """Start the port process: pipes for stdin and stdout, ``stderr`` a file, in a session
+        of its own, so :meth:`_kill` stops the children it forked too (the port fuzzer,
+        :mod:`harness.fuzz.ports`, forks its scripted ports here instead)."""
+        return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
+                                start_new_session=True)
+
     def stderr(self) -> str:
-        """Everything the port wrote to stderr so far."""
-        self._stderr.seek(0)
-        return self._stderr.read().decode("utf-8", "replace")
+        """What the port wrote to stderr so far: its last :data:`STDERR_TAIL` bytes (read at
+        an offset: the port's own writes share the file's position)."""
+        fd = self._stderr.fileno()
+        size = os.fstat(fd).st_size
+        start = max(0, size - STDERR_TAIL)
+        text = os.pread(fd, size - start, start).decode("utf-8", "replace")
+        return f"[first {start} bytes of stderr left out]\n{text}" if start else text
+
+    def _kill(self) -> None:
+        """Kill the port and whatever it forked (its process group), and reap it."""
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except OSError:  # gone already, or not a group leader
+            pass
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
 
     def _fail(self, what: str, request: dict) -> PortError:
-        if self.proc.poll() is None:
-            self.proc.kill()  # a port that misbehaved once is not trusted again
-            self.proc.wait()
+        self._kill()  # a port that misbehaved once is not trusted again
         req = json.dumps(request, ensure_ascii=True)
         err = PortError(f"port {self.command!r} {what} on request {req[:500]}", stderr=self.stderr())
         self.dead = err
@@ -87,7 +110,8 @@ class ExternalPort:
         if not isinstance(response, dict):
             raise self._fail(f"answered {str(response)[:300]}, not a JSON object", request)
         if "error" in response:
-            message = str(response["error"])
+            # backslashreplace: a lone surrogate ("\\ud800" in JSON) cannot be written as UTF-8
+            message = str(response["error"]).encode("utf-8", "backslashreplace").decode("utf-8")
             req = json.dumps(request, ensure_ascii=True)[:300]
             if message.lower().startswith("unsupported"):
                 raise PortUnsupported(f"port {self.command!r} cannot express {req}: {message[:300]}")
@@ -157,15 +181,15 @@ class ExternalPort:
                                           self.timeout)
         except ChannelError as e:
             if e.kind in ("eof", "closed-stdin"):
-                try:
-                    self.proc.wait(timeout=5)
+                try:  # within the request's own deadline: a port may close stdout and run on
+                    self.proc.wait(timeout=min(5.0, self.timeout))
                 except subprocess.TimeoutExpired:
                     raise self._fail(f"{e} but is still running", request) from None
                 raise self._fail(f"crashed (exit code {self.proc.returncode}): {e}", request) from None
             raise self._fail(str(e), request) from None
-        try:
-            response = json.loads(line)
-        except ValueError:
+        try:  # UTF-8 only: json.loads would take UTF-16 and UTF-32 bytes, and encoded surrogates
+            response = json.loads(line.decode("utf-8"))
+        except (ValueError, RecursionError):  # RecursionError: JSON nested too deep
             raise self._fail(f"answered garbage {line[:200]!r}", request) from None
         if not isinstance(response, dict):
             raise self._fail(f"answered {str(response)[:300]}, not a JSON object", request)
@@ -182,10 +206,9 @@ class ExternalPort:
 
     def _bytes(self, req: dict, response: dict | None = None) -> bytes:
         value = self._field(self.request(req) if response is None else response, "bytes_hex", req)
-        try:
-            return bytes.fromhex(value)
-        except (TypeError, ValueError):
-            raise self._fail(f"answered bad bytes_hex {str(value)[:300]!r}", req) from None
+        if not isinstance(value, str) or not _HEX.fullmatch(value):  # fromhex would skip spaces
+            raise self._fail(f"answered bad bytes_hex {str(value)[:300]!r} (pairs of hex digits expected)", req)
+        return bytes.fromhex(value)
 
     def decode(self, ids, *, remove_special=False, unparse_special=False):
         return self._bytes({"op": "decode", "ids": list(ids), "remove_special": remove_special,
@@ -206,6 +229,10 @@ class ExternalPort:
         ids = self._field(self.request(req) if response is None else response, "ids", req)
         if not isinstance(ids, list) or not all(type(i) is int for i in ids):
             raise self._fail(f"answered non-integer ids {str(ids)[:300]}", req)
+        n = self._n_vocab
+        bad = next((i for i in ids if not 0 <= i < n), None) if n else None
+        if bad is not None:  # no token has that id: not an answer, whatever the text
+            raise self._fail(f"answered id {bad} out of range [0, {n}) in ids {str(ids)[:200]}", req)
         return ids
 
     def pieces(self, ids, *, special=False) -> list:
@@ -233,5 +260,5 @@ class ExternalPort:
                 self.proc.stdin.close()
                 self.proc.wait(timeout=2)
             except (OSError, subprocess.TimeoutExpired):
-                self.proc.kill()
-                self.proc.wait()
+                pass
+        self._kill()  # a child it forked may still hold the pipes
