@@ -151,8 +151,12 @@ class Hunt:
     def __init__(self, check: str, flags: str, run: Callable[[Any], Any], *, vocab: str,
                  signature: Callable | None = None, shrink: Callable | None = None,
                  detail: Callable | None = None, replay_key: str | None = None, diagnosis=None,
-                 probe: Callable | None = None):
+                 probe: Callable | None = None, port_death: Callable | None = None):
         self.run, self.signature, self.shrink, self.detail = run, signature, shrink, detail
+        # port_death() -> the error the port went down with, or None: a port that died on a
+        # request no case made (a divergence's own pieces, its token spans) is a port error too
+        self.port_death = port_death
+        self._death_before = port_death() if port_death else None
         self.probe = probe  # probe(check, input, flags) -> Finding | None: the check under other flags
         self.diagnosis = diagnosis
         self.tally = Tally(vocab, check, flags)
@@ -199,9 +203,12 @@ class Hunt:
             self.case(x)
         return True
 
-    def case(self, x) -> None:
+    def case(self, x, *, disagreed: bool = False) -> None:
         """Check one input (ignored once stopped: counted as not checked). An exception
-        other than a port error stops the hunt (:meth:`crash`); it is not raised."""
+        other than a port error stops the hunt (:meth:`crash`); it is not raised.
+        ``disagreed``: the port's answer in a batch differed from llama.cpp's (the fast
+        phase); if it agrees when asked alone, the port answered one request two ways: a
+        port error for that case, never a pass."""
         if self.stopped:
             self.tally.not_checked += 1
             return
@@ -214,9 +221,15 @@ class Hunt:
             self.crash(e)
             self.tally.not_checked += 1  # this input was not compared either
             return
+        if found is None and disagreed:
+            self.failed_case(x, PortRequestError(
+                f"answered a request one way in a batch and another way alone (a port must give one "
+                f"answer per request) on request {repr(x)[:300]}"))
+            return
         self.tally.cases += 1
         if found is not None:
             self._divergent(x, found)
+        self._unseen_death()
 
     def crash(self, e: Exception) -> None:
         """The check raised ``e`` (not a divergence, not a port error): keep the first such
@@ -339,11 +352,24 @@ class Hunt:
             self.tally.findings.append(self._detail(found))
         self.tally.unattributed = finder.unattributed
         self.tally.diagnosis_seconds = {k: round(v, 3) for k, v in sorted(finder.seconds.items())}
+        if not self.down:
+            self._unseen_death()
         self.tally.port_errors = list(self._errors.values())
         self.tally.seconds = time.perf_counter() - self._started
         if self.replay_key:
             save_replay(self.replay_key, shrunk)
         return self.tally
+
+    def _unseen_death(self) -> None:
+        """A port that went down during this test on no case's request (a divergence's own
+        pieces, say) is a root port error of the test, hitting no case; the port is down."""
+        death = self.port_death() if self.port_death else None
+        if death is None or death is self._death_before or self.down:
+            return
+        root = root_cause(str(death))
+        self._errors.setdefault(root, {"message": str(death), "stderr": getattr(death, "stderr", ""),
+                                       "cases": 0, "fatal": True})
+        self.down = True
 
     def _detail(self, found):
         if self.detail is None or self.down:

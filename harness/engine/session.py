@@ -24,11 +24,14 @@ class Session:
     A port that could not open (or reports another ``n_vocab``) stays failed for
     its vocab. A port that crashed, hung or answered garbage is started again
     when it is next needed, up to :data:`MAX_RESTARTS` times per vocab; each
-    restart is noted (:meth:`take_restarts`) so the report shows it.
+    restart is noted (:meth:`take_restarts`) so the report shows it. ``opener(spec, path,
+    reference=...)`` opens a port (:func:`harness.ports.open_port`; the port fuzzer passes
+    its scripted ports).
     """
 
-    def __init__(self, port_spec: str = "harness"):
+    def __init__(self, port_spec: str = "harness", opener=open_port):
         self.port_spec = port_spec.strip() or "harness"
+        self._opener = opener
         self._vocabs: dict[str, VocabUnderTest] = {}
         self._ports: OrderedDict[str, Port] = OrderedDict()
         self._errors: dict[str, PortError] = {}
@@ -61,6 +64,11 @@ class Session:
         self._ports.move_to_end(vut.name)
         return port
 
+    def port_death(self, name: str) -> PortError | None:
+        """The error ``name``'s open external port went down with, or None."""
+        port = self._ports.get(name)
+        return port.dead if isinstance(port, ExternalPort) else None
+
     def _restart(self, name: str, dead: PortError) -> None:
         done = self._restarts.setdefault(name, [])
         self._ports.pop(name).close()
@@ -78,7 +86,7 @@ class Session:
 
     def _open(self, vut: VocabUnderTest) -> Port:
         try:
-            port = open_port(self.port_spec, vut.path, reference=vut.reference)
+            port = self._opener(self.port_spec, vut.path, reference=vut.reference)
             if isinstance(port, ExternalPort):
                 self._check_n_vocab(port, vut)
             return port
