@@ -190,7 +190,7 @@ def tally_json(tally, test: str) -> str:
     """One test's tally as its worker ships it to the controller (``RunReport.add`` reads it)."""
     return json.dumps({"counts": tally.counts(), "test": test,
                        "findings": [f.to_json() for f in tally.findings],
-                       "port_errors": tally.port_errors, "restarts": tally.restarts})
+                       "port_errors": tally.port_errors, "restarts": tally.restarts, "deaths": tally.deaths})
 
 
 def _is_check(item) -> bool:

@@ -114,7 +114,8 @@ class Tally:
     unsupported_reason: str = ""
     error: str = ""            # the exception's last line
     error_at: str = ""         # file:line in function, where it was raised
-    restarts: list = field(default_factory=list)     # notes of port restarts before this test
+    restarts: list = field(default_factory=list)     # notes of port restarts before and during this test
+    deaths: list = field(default_factory=list)       # notes of how the port went down in this test
     findings: list = field(default_factory=list)      # Finding objects
     port_errors: list = field(default_factory=list)   # {"message", "stderr", "cases", "fatal"}
     seconds: float = 0.0
@@ -130,9 +131,9 @@ class Tally:
 
     def counts(self) -> dict:
         """The JSON counts (findings and errors as numbers)."""
-        d = {k: v for k, v in asdict(self).items() if k not in ("findings", "port_errors", "restarts")}
+        d = {k: v for k, v in asdict(self).items() if k not in ("findings", "port_errors", "restarts", "deaths")}
         d.update(divergences=len(self.findings), port_errors=len(self.port_errors),
-                 restarts=len(self.restarts), outcome=self.outcome)
+                 restarts=len(self.restarts), deaths=len(self.deaths), outcome=self.outcome)
         return d
 
 
@@ -151,12 +152,18 @@ class Hunt:
     def __init__(self, check: str, flags: str, run: Callable[[Any], Any], *, vocab: str,
                  signature: Callable | None = None, shrink: Callable | None = None,
                  detail: Callable | None = None, replay_key: str | None = None, diagnosis=None,
-                 probe: Callable | None = None, port_death: Callable | None = None):
+                 probe: Callable | None = None, port_death: Callable | None = None,
+                 notes: Callable | None = None, revive: Callable | None = None):
         self.run, self.signature, self.shrink, self.detail = run, signature, shrink, detail
         # port_death() -> the error the port went down with, or None: a port that died on a
         # request no case made (a divergence's own pieces, its token spans) is a port error too
         self.port_death = port_death
         self._death_before = port_death() if port_death else None
+        # notes() -> (restarts, deaths) of the port not yet reported (Session.take_notes), taken
+        # when the test starts and when it ends; revive() -> whether a port that went down will be
+        # started again when next asked (Session.can_restart): then the test goes on
+        self.notes, self.revive = notes, revive
+        self._fatal: set[int] = set()  # ids of the fatal port errors counted (one crash, one count)
         self.probe = probe  # probe(check, input, flags) -> Finding | None: the check under other flags
         self.diagnosis = diagnosis
         self.tally = Tally(vocab, check, flags)
@@ -167,6 +174,20 @@ class Hunt:
         self._errors: dict[str, dict] = {}
         self._replaying = False
         self._started = time.perf_counter()
+        self._take_notes()
+
+    def _take_notes(self) -> None:
+        """The port's restarts and deaths since the last look; a death no case saw (the port went
+        down on a shrink attempt or a prediction) is a root port error of this test too."""
+        if self.notes is None:
+            return
+        restarts, deaths = self.notes()
+        self.tally.restarts += restarts
+        self.tally.deaths += deaths
+        for note in deaths:
+            why = note.split(": ", 1)[-1]
+            if not any(root_cause(why) == root for root in self._errors):
+                self._errors[root_cause(why)] = {"message": why, "stderr": "", "cases": 0, "fatal": True}
 
     # --- running ------------------------------------------------------------------------
     def declare_unsupported(self, reason: str) -> None:
@@ -290,7 +311,11 @@ class Hunt:
         elif isinstance(error, PortUnsupported):
             self._unsupported(error)
         elif isinstance(error, PortError):
-            self._port_error(error, fatal=not isinstance(error, PortRequestError))
+            fatal = not isinstance(error, PortRequestError)
+            if fatal and id(error) in self._fatal:
+                self.case(x)  # one crash answered a whole batch: counted once, this input asked again alone
+                return
+            self._port_error(error, fatal=fatal)
         else:
             raise error
 
@@ -312,7 +337,12 @@ class Hunt:
                                   "cases": 0, "fatal": fatal}
         self._errors[root]["cases"] += 1
         if fatal:
-            self.down = True
+            self._went_down(e)
+
+    def _went_down(self, e: PortError) -> None:
+        """The port went down with ``e``: the test stops, unless the port will be restarted."""
+        self._fatal.add(id(e))
+        self.down = not (self.revive is not None and self.revive())
 
     # --- the end --------------------------------------------------------------------------
     def finish(self) -> Tally:
@@ -354,6 +384,7 @@ class Hunt:
         self.tally.diagnosis_seconds = {k: round(v, 3) for k, v in sorted(finder.seconds.items())}
         if not self.down:
             self._unseen_death()
+        self._take_notes()
         self.tally.port_errors = list(self._errors.values())
         self.tally.seconds = time.perf_counter() - self._started
         if self.replay_key:
@@ -364,12 +395,12 @@ class Hunt:
         """A port that went down during this test on no case's request (a divergence's own
         pieces, say) is a root port error of the test, hitting no case; the port is down."""
         death = self.port_death() if self.port_death else None
-        if death is None or death is self._death_before or self.down:
+        if death is None or death is self._death_before or self.down or id(death) in self._fatal:
             return
         root = root_cause(str(death))
         self._errors.setdefault(root, {"message": str(death), "stderr": getattr(death, "stderr", ""),
                                        "cases": 0, "fatal": True})
-        self.down = True
+        self._went_down(death)
 
     def _detail(self, found):
         if self.detail is None or self.down:

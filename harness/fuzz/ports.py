@@ -195,7 +195,7 @@ def run_workload(vut: VocabUnderTest, workload: str, inputs: list, flags: tuple)
     kw = dict(zip(names.get(op, ()), flags))
     got: dict = {}
     run = {"encode": lambda t: vut.check_encode(t, a, b), "decode": lambda ids: vut.check_decode(ids, a, b),
-           "piece": lambda i: vut.check_piece(i, a, got.get(i))}[op]
+           "piece": lambda i: vut.check_piece(i, a, got.pop(i, None))}[op]
     h = Hunt(op, "fuzz", run, vocab=vut.name, port_death=vut.port_death)
     with h.guard():
         if op == "piece" and batched:
@@ -304,7 +304,7 @@ def judge(log: list[dict], h: Hunt | None, n_inputs: int, seconds: float, error:
         out.append("unnamed")
     # the planted bug answered alone (a batch's divergent answer is asked again alone: a crash
     # then keeps only the port error; see the README's "left undone")
-    planted = any(e.get("planted") and e["op"] == "encode" for e in before)
+    planted = any(e.get("planted") and e["op"] == "encode" and e["v"] == "same" for e in before)
     shifted = any("extra" in e for e in log)  # answers shifted: the next one is stale, unjudged
     if seen <= {"same"} and fatal == len(answers) and not shifted:
         if t.port_errors or (t.divergent and not planted):
@@ -487,7 +487,7 @@ def main(argv: list[str] | None = None) -> int:
     counts = fuzz_ports(args.seconds, seed=args.seed, max_sessions=args.sessions, kinds=args.kinds,
                         out=Path(args.out), e2e_share=args.e2e_share,
                         progress=lambda n: print(f"fuzz-ports: {n} sessions", file=sys.stderr, flush=True))
-    print(report.table(counts, OUTCOMES, width=11))
+    print(report.table(counts, OUTCOMES, width=8))
     total = sum((c for c in counts.values()), Counter())
     print("\n" + report.closing(total, FAILURES, time.monotonic() - started, args.seed, args.out, "sessions"))
     print(f"kinds played: {', '.join(hostile.ALL_KINDS)}")

@@ -24,13 +24,16 @@ from pathlib import Path
 
 def table(counts: dict[str, Counter], outcomes: tuple[str, ...], width: int = 12) -> str:
     """Counts per class, one row each, and a total row; a column per outcome."""
-    head = f"{'class':12}" + "".join(f"{k:>{width}}" for k in outcomes)
+    first = max([12, *(len(c) + 1 for c in counts)])  # columns wide enough for every name
+    widths = [max(width, len(k) + 1) for k in outcomes]
+    row = (lambda name, c: f"{name:{first}}" + "".join(f"{c[k]:>{w}}" for k, w in zip(outcomes, widths)))
+    head = f"{'class':{first}}" + "".join(f"{k:>{w}}" for k, w in zip(outcomes, widths))
     total: Counter = Counter()
     lines = [head, "-" * len(head)]
     for cls, c in counts.items():
         total.update(c)
-        lines.append(f"{cls:12}" + "".join(f"{c[k]:>{width}}" for k in outcomes))
-    lines.append(f"{'total':12}" + "".join(f"{total[k]:>{width}}" for k in outcomes))
+        lines.append(row(cls, c))
+    lines.append(row("total", total))
     return "\n".join(lines)
 
 

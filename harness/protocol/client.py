@@ -28,7 +28,16 @@ from pathlib import Path
 from harness.errors import PortError, PortRequestError, PortUnsupported
 from harness.protocol.channel import MAX_LINE, ChannelError, LineChannel
 
-DEFAULT_TIMEOUT = float(os.environ.get("PORT_TIMEOUT", "30"))
+DEFAULT_TIMEOUT = 30.0  # seconds per request, unless $PORT_TIMEOUT says otherwise
+
+
+def port_timeout() -> float:
+    """``$PORT_TIMEOUT`` (read when a port starts, so a run in process honours it), else 30 s.
+
+    >>> port_timeout() > 0
+    True
+    """
+    return float(os.environ.get("PORT_TIMEOUT") or DEFAULT_TIMEOUT)
 #: Requests sent in one ``batch`` line at most.
 BATCH_SIZE = 512
 #: The port's stderr kept in an error: its last bytes (a port may log without end).
@@ -59,9 +68,10 @@ class ExternalPort:
     """
 
     def __init__(self, command: str, vocab_path: str | Path, *, n_vocab: int = 0,
-                 timeout: float = DEFAULT_TIMEOUT, max_line: int = MAX_LINE):
+                 timeout: float | None = None, max_line: int = MAX_LINE):
         self.argv = split_command(command, vocab_path)
-        self.command, self.timeout, self._n_vocab = command, timeout, n_vocab
+        self.command, self._n_vocab = command, n_vocab
+        self.timeout = port_timeout() if timeout is None else timeout
         self._stderr = tempfile.TemporaryFile()  # a file, not a pipe: a chatty port cannot block
         try:
             self.proc = self._spawn(self.argv, self._stderr)
@@ -70,6 +80,9 @@ class ExternalPort:
         # Non-blocking pipes under one deadline per request: see harness.protocol.channel.
         self._channel = LineChannel(self.proc.stdin, self.proc.stdout, max_line=max_line)
         self.dead: PortError | None = None
+        self._closed, self._last_stderr = False, ""
+        self.answered = 0  # answer lines read back: how much work the port did before it went down
+        self.death_noted = False  # the engine's Session has noted how it went down
         self._info: dict | None = None
 
     def _spawn(self, argv: list[str], stderr) -> subprocess.Popen:
@@ -82,6 +95,8 @@ class ExternalPort:
     def stderr(self) -> str:
         """What the port wrote to stderr so far: its last :data:`STDERR_TAIL` bytes (read at
         an offset: the port's own writes share the file's position)."""
+        if self._stderr.closed:
+            return self._last_stderr
         fd = self._stderr.fileno()
         size = os.fstat(fd).st_size
         start = max(0, size - STDERR_TAIL)
@@ -187,6 +202,7 @@ class ExternalPort:
                     raise self._fail(f"{e} but is still running", request) from None
                 raise self._fail(f"crashed (exit code {self.proc.returncode}): {e}", request) from None
             raise self._fail(str(e), request) from None
+        self.answered += 1
         try:  # UTF-8 only: json.loads would take UTF-16 and UTF-32 bytes, and encoded surrogates
             response = json.loads(line.decode("utf-8"))
         except (ValueError, RecursionError):  # RecursionError: JSON nested too deep
@@ -253,7 +269,11 @@ class ExternalPort:
         return frozenset(str(x).lower() for x in declared) if isinstance(declared, list) else frozenset()
 
     def close(self) -> None:
-        """Stop the process (idempotent)."""
+        """Stop the process and release its pipes and stderr file (idempotent; :meth:`stderr`
+        still answers what it had)."""
+        if self._closed:
+            return
+        self._closed = True
         self._channel.close()
         if self.proc.poll() is None:
             try:
@@ -262,3 +282,9 @@ class ExternalPort:
             except (OSError, subprocess.TimeoutExpired):
                 pass
         self._kill()  # a child it forked may still hold the pipes
+        self._last_stderr = self.stderr()
+        for f in (self.proc.stdin, self.proc.stdout, self._stderr):  # not left to the collector
+            try:
+                f.close()
+            except OSError:
+                pass
