@@ -163,7 +163,7 @@ class Hunt:
         # when the test starts and when it ends; revive() -> whether a port that went down will be
         # started again when next asked (Session.can_restart): then the test goes on
         self.notes, self.revive = notes, revive
-        self._fatal: set[int] = set()  # ids of the fatal port errors counted (one crash, one count)
+        self._fatal: list[PortError] = []  # the fatal port errors counted (one crash, one count)
         self.probe = probe  # probe(check, input, flags) -> Finding | None: the check under other flags
         self.diagnosis = diagnosis
         self.tally = Tally(vocab, check, flags)
@@ -312,7 +312,7 @@ class Hunt:
             self._unsupported(error)
         elif isinstance(error, PortError):
             fatal = not isinstance(error, PortRequestError)
-            if fatal and id(error) in self._fatal:
+            if fatal and self._counted(error):
                 self.case(x)  # one crash answered a whole batch: counted once, this input asked again alone
                 return
             self._port_error(error, fatal=fatal)
@@ -339,9 +339,12 @@ class Hunt:
         if fatal:
             self._went_down(e)
 
+    def _counted(self, e: PortError) -> bool:
+        return any(e is seen for seen in self._fatal)
+
     def _went_down(self, e: PortError) -> None:
         """The port went down with ``e``: the test stops, unless the port will be restarted."""
-        self._fatal.add(id(e))
+        self._fatal.append(e)
         self.down = not (self.revive is not None and self.revive())
 
     # --- the end --------------------------------------------------------------------------
@@ -395,7 +398,7 @@ class Hunt:
         """A port that went down during this test on no case's request (a divergence's own
         pieces, say) is a root port error of the test, hitting no case; the port is down."""
         death = self.port_death() if self.port_death else None
-        if death is None or death is self._death_before or self.down or id(death) in self._fatal:
+        if death is None or death is self._death_before or self.down or self._counted(death):
             return
         root = root_cause(str(death))
         self._errors.setdefault(root, {"message": str(death), "stderr": getattr(death, "stderr", ""),

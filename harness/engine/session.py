@@ -73,6 +73,10 @@ class Session:
         self._ports.move_to_end(vut.name)
         return port
 
+    def open_ports(self) -> list[Port]:
+        """The ports open now (the port fuzzer checks none outlives its session)."""
+        return list(self._ports.values())
+
     def port_death(self, name: str) -> PortError | None:
         """The error ``name``'s open external port went down with, or None."""
         port = self._ports.get(name)

@@ -503,7 +503,7 @@ KINDS: dict[str, Callable[[Port], None]] = {
     "empty-line": _literal(b"", b"   "),
     "truncated-eof": _truncated, "truncated-hang": _truncated, "truncated-newline": _truncated,
     "huge": _huge, "huge-valid": _huge_valid,
-    "slow": _sleep_then(1.6), "slow-ok": _sleep_then(0.15), "dribble": _dribble,
+    "slow": _sleep_then(1.3), "slow-ok": _sleep_then(0.15), "dribble": _dribble,
     "crash": _crash, "signal": _signal, "hang": lambda p: p.hang(),
     "close-stdout": _close_stdout, "fork-child": _fork_child,
     "stderr-flood": _stderr_flood,
