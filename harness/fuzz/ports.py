@@ -56,7 +56,7 @@ from harness.errors import PortError
 from harness.fuzz import hostile, report
 from harness.protocol.client import ExternalPort
 
-OUTCOMES = ("cases", "played", "port_error", "divergence", "pass", "overload", "exception", "hang",
+OUTCOMES = ("cases", "played", "e2e", "port_error", "divergence", "pass", "overload", "exception", "hang",
             "wrong-pass", "unnamed", "false-alarm", "lost", "leak", "memory")
 FAILURES = ("exception", "hang", "wrong-pass", "unnamed", "false-alarm", "lost", "leak", "memory")
 #: Small vocabs of three models (SPM, WPM, BPE): sessions are about the protocol, not the vocab.
@@ -269,6 +269,11 @@ def _zombie(pid: int) -> bool:
 
 
 def read_log(path: str) -> list[dict]:
+    """The hostile port's log, one dict per line ([] if it wrote none).
+
+    >>> read_log("/nonexistent/log")
+    []
+    """
     try:
         with open(path) as f:
             return [json.loads(line) for line in f if line.strip()]
@@ -412,6 +417,11 @@ def _kill(pid: int) -> None:
 
 
 def outcome_of(detail: dict) -> str:
+    """A session's outcome for the table: ``port_error``, ``divergence`` or ``pass``.
+
+    >>> outcome_of({"tally": {"port_errors": 1, "divergences": 1}}), outcome_of({"tally": None})
+    ('port_error', 'pass')
+    """
     t = detail["tally"] or {}
     return "port_error" if t.get("port_errors") else "divergence" if t.get("divergences") else "pass"
 
@@ -452,6 +462,7 @@ def fuzz_ports(seconds: float, *, seed: int = 0, max_sessions: int | None = None
             c = counts[kind]
             c["cases"] += 1
             c["played"] += any("kind" in e for e in detail["log"])
+            c["e2e"] += bool(detail.get("e2e"))
             c[outcome_of(detail)] += 1
             for d in defects:
                 c[d] += 1
@@ -501,7 +512,11 @@ def _e2e_totals(reports: str) -> dict:
 
 
 def judge_e2e(log: list[dict], code: int, reports: str) -> list[str]:
-    """An end-to-end run's defects: the exit code and report against what the port did."""
+    """An end-to-end run's defects: the exit code and report against what the port did.
+
+    >>> judge_e2e([], 3, "/nonexistent")  # the run raised, or wrote no report
+    ['exception']
+    """
     t = _e2e_totals(reports)
     if code == 3 or not t or t["errors"]:
         return ["exception"]
