@@ -2,7 +2,8 @@
 bug) through the suite must end with that one bug's cause, every crash and hang counted,
 restarts bounded and reported, nothing else lost, and exit 2.
 
-``make test`` runs a small one (one vocab, two decode cells, high rates); ``make test-slow``
+``make test`` runs a small one (gpt-2's decode under three flag combinations, 0.5 % crashes and
+0.2 % hangs); ``make test-slow``
 the full one: every pinned vocab, every check, 0.1 % crashes and 0.01 % hangs.
 """
 
@@ -19,13 +20,14 @@ from harness.reports.cells import cell_outcome
 from tests.support.suite import SUITE, faulty_port, run_suite, suite_node
 
 pytest_plugins = ["pytester"]
+SEED = 3  # a stream with crashes and hangs both, under 1 % in all (below 1 / EARNED)
 BUG, DIAGNOSIS = "decode-space", "decode_strips_leading_space"
 
 
-def soak(pytester, monkeypatch, tmp_path, vocabs: str, nodes: list[str], rates: str, timeout: float):
+def soak(pytester, monkeypatch, tmp_path, vocabs: str, nodes: list[str], rates: str, timeout: float, seed: int = 1):
     """The suite against the flaky port; (report, the port's own log of starts, crashes, hangs)."""
     log = tmp_path / "flaky.jsonl"
-    port = faulty_port(f"--bugs {BUG}", f"--flaky {rates}", f"--flaky-log {log}", "--flaky-seed 1")
+    port = faulty_port(f"--bugs {BUG}", f"--flaky {rates}", f"--flaky-log {log}", f"--flaky-seed {seed}")
     _, report = run_suite(pytester, monkeypatch, port, vocabs, nodes, PORT_TIMEOUT=str(timeout))
     events = [json.loads(line) for line in log.read_text().splitlines()]
     return report, events
@@ -55,8 +57,9 @@ def check_soak(report: dict, events: list[dict]) -> None:
 
 @pytest.mark.reference
 def test_a_small_soak_counts_every_crash_and_hang_and_keeps_the_one_cause(pytester, monkeypatch, tmp_path):
-    nodes = [suite_node("decode", "qwen2", f) for f in ("plain", "parse", "add")]
-    report, events = soak(pytester, monkeypatch, tmp_path, "qwen2", nodes, "0.006,0.0015", timeout=3.0)
+    nodes = [suite_node("decode", "gpt-2", f) for f in ("plain", "parse", "add")]
+    report, events = soak(pytester, monkeypatch, tmp_path, "gpt-2", nodes, "0.005,0.002", timeout=1.5, seed=SEED)
+    assert any(e["event"] == "hang" for e in events), "no hang in this stream: pick another SEED"
     check_soak(report, events)
 
 

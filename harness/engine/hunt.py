@@ -418,17 +418,31 @@ class Hunt:
         the finding, None if the port agrees, or :data:`UNANSWERED` if it could not answer
         (unsupported, a port error): that is no evidence either way."""
         try:
-            return self.run(x) if flags is None else self.probe(check, x, flags)
+            return self._again(lambda: self.run(x) if flags is None else self.probe(check, x, flags))
         except PortError:
             return UNANSWERED
         except Exception as e:  # the check raised on a probe: an error, still not a case
             self.crash(e)
             return None
 
+    def _again(self, call):
+        """``call()``, once more if the port went down on it and will be started again: a
+        crash on one request says nothing about the input, and a shrink attempt or a
+        prediction it spoiled would shrink less or split a cause (the death is noted all the
+        same, :meth:`_take_notes`)."""
+        try:
+            return call()
+        except PortRequestError:
+            raise
+        except PortError:
+            if self.revive is None or not self.revive():
+                raise
+            return call()
+
     def _rerun(self, x):
         """A shrink attempt (never a case): the finding, or None if it agrees or fails."""
         try:
-            return self.run(x)
+            return self._again(lambda: self.run(x))
         except PortError:
             return None
         except Exception as e:  # the check raised on a shrunk input: an error, still not a case

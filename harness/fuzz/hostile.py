@@ -13,13 +13,10 @@ one line per request, in order) and, for each request, logs a *verdict* on the l
 client will take as its answer, judged against the right answer by this module's own
 reading of the protocol (never the client's code):
 
-- ``same``: equal in meaning (extra fields, upper-case hex, other spacing are equal);
-- ``wrong``: well-formed but another answer;
-- ``error`` / ``unsupported``: an ``{"error"}`` answer where none was due;
-- ``bad``: not a protocol answer (not JSON, too deep, too long, not an object, a field
-  missing or of the wrong type, an id out of range, odd or non-hex ``bytes_hex``, a batch
-  of the wrong count);
-- ``none``: no line comes (the client waits: a hang); ``eof``: stdout closes.
+``same``, ``wrong``, ``error``, ``unsupported`` or ``bad`` (:mod:`harness.fuzz.verdict`:
+not JSON, too deep, too long, not an object, a field missing or of the wrong type, an id
+out of range, odd or non-hex ``bytes_hex``, a batch of the wrong count), ``none`` (no line
+comes: the client waits, a hang) or ``eof`` (stdout closes).
 
 One JSON object per line goes to the log file: ``{"n", "v", "op", "planted", "req"}``
 per request, ``{"kind", "n"}`` when the fault is played, ``{"child": pid}`` for a forked
@@ -27,12 +24,8 @@ child. Run as a port (the end-to-end runs of ``make fuzz-ports``)::
 
     python -m harness.fuzz.hostile --vocab V.gguf --kind garbage --at 3 --seed 1 --log L
 
->>> verdict(b'{"ids": [1, 2], "x": 0}', {"ids": [1, 2]}, {"op": "encode"}, 10, 1 << 20)
-'same'
->>> verdict(b'{"bytes_hex": "6"}', {"bytes_hex": "61"}, {"op": "piece"}, 10, 1 << 20)
-'bad'
->>> verdict(b'{"ids": [1, 11]}', {"ids": [1, 2]}, {"op": "encode"}, 10, 1 << 20)
-'bad'
+>>> sorted(STARTUP)
+['stderr-at-start', 'stdout-before-info']
 """
 
 from __future__ import annotations
@@ -42,18 +35,16 @@ import json
 import math
 import os
 import random
-import re
 import signal
 import sys
 import time
 from typing import Callable
 
+from harness.fuzz.verdict import verdict
 from harness.protocol.server import handle, read_lines
 
 #: A text holding this gets one token too many from the hostile port's encode: its one real bug.
 PLANT = "\u2603"
-_HEX = re.compile(r"[0-9a-fA-F]*")
-_BAD = ("bad", "none", "eof")
 
 
 class Planted:
@@ -80,66 +71,6 @@ class Planted:
 
     def token_to_piece(self, id, *, special=False):
         return self._b.token_to_piece(id, special=special)
-
-
-# --- the verdict: the protocol read again, independently of the client ---------------------
-def _meaning(answer, op: str | None, n_vocab: int):
-    """What an answer object says for ``op``: a comparable value, or 'bad'."""
-    if not isinstance(answer, dict):
-        return "bad"
-    if "error" in answer:
-        text = answer["error"]
-        return ("unsupported",) if isinstance(text, str) and text.lower().startswith("unsupported") else ("error",)
-    if op == "info":
-        n = answer.get("n_vocab", n_vocab)
-        return "bad" if type(n) is not int or n != n_vocab else ("info",)
-    if op == "encode":
-        ids = answer.get("ids")
-        if not isinstance(ids, list) or not all(type(i) is int and 0 <= i < n_vocab for i in ids):
-            return "bad"
-        return ("ids", tuple(ids))
-    hexed = answer.get("bytes_hex")
-    if not isinstance(hexed, str) or len(hexed) % 2 or not _HEX.fullmatch(hexed):
-        return "bad"
-    return ("bytes", bytes.fromhex(hexed))
-
-
-def _item_verdict(got, right, op, n_vocab) -> str:
-    mine, due = _meaning(got, op, n_vocab), _meaning(right, op, n_vocab)
-    if mine == "bad":
-        return "bad"
-    if op == "info" and mine[0] in ("error", "unsupported"):
-        return "same"  # info is optional: an error answer to it means "nothing to declare"
-    if mine == due:
-        return "same"
-    return mine[0] if mine[0] in ("error", "unsupported") else "wrong"
-
-
-def verdict(line: bytes, right: dict, request, n_vocab: int, max_line: int) -> str:
-    """The verdict (module docstring) on ``line`` as the answer to ``request``, whose right
-    answer is ``right``."""
-    if len(line) > max_line:
-        return "bad"
-    try:
-        got = json.loads(line.decode("utf-8"), parse_constant=lambda c: math.nan)
-    except (ValueError, RecursionError):
-        return "bad"
-    op = request.get("op") if isinstance(request, dict) else None
-    if op != "batch" or "error" in right:
-        return _item_verdict(got, right, op, n_vocab)
-    if not isinstance(got, dict):
-        return "bad"
-    if "error" in got:
-        return _item_verdict(got, right, op, n_vocab)
-    items, due = got.get("responses"), right["responses"]
-    if not isinstance(items, list) or len(items) != len(due):
-        return "bad"
-    verdicts = [_item_verdict(g, d, r.get("op") if isinstance(r, dict) else None, n_vocab)
-                for g, d, r in zip(items, due, request["requests"])]
-    for worst in ("bad", "wrong", "error", "unsupported"):
-        if worst in verdicts:
-            return worst
-    return "same"
 
 
 # --- the faults ---------------------------------------------------------------------------

@@ -12,21 +12,9 @@ to through :class:`~harness.protocol.client.ExternalPort`'s own pipes and deadli
 share of the time goes to end-to-end runs: ``llama-conformance run`` with the hostile
 port as a command.
 
-The hostile port logs its verdict on every answer the client took (``same``, ``wrong``,
-``error``, ``unsupported``, ``bad``, ``none``, ``eof``). A session is a *defect* when:
-
-- ``exception``: the engine or the report raised something other than a port error;
-- ``hang``: the session outlived its deadline (two port timeouts plus a margin);
-- ``wrong-pass``: an answer was bad or wrong and the engine saw no port error and no
-  divergence (or a bad answer was taken for a divergence: garbage is a port error);
-- ``unnamed``: a port error that does not name its request;
-- ``false-alarm``: every answer was right, and the engine reported a port error or a
-  divergence the planted bug does not account for;
-- ``lost``: the planted bug was answered before anything went wrong and no finding
-  says so, or an input is in none of the tally's counts (cases, port errors,
-  unsupported, not checked), or a cell reads ``pass`` with no case compared;
-- ``leak``: the port or a child it forked outlives the session;
-- ``memory``: this process's memory (or open files) grows past a bound over the run.
+The hostile port logs its own verdict on every answer the client took; the session is
+judged from that log and its tally by :mod:`harness.fuzz.oracle` (which says what a defect
+is); ``memory`` is this process's memory or open files growing past a bound over the run.
 
 >>> sorted(WORKLOADS)
 ['decode', 'decode-batch', 'encode', 'encode-batch', 'piece', 'piece-batch']
@@ -38,7 +26,6 @@ import argparse
 import json
 import os
 import random
-import re
 import signal
 import subprocess
 import sys
@@ -52,18 +39,17 @@ from harness.engine.fastphase import run_phase
 from harness.engine.hunt import CheckFailed, Hunt
 from harness.engine.session import Session
 from harness.engine.vut import VocabUnderTest
-from harness.errors import PortError
 from harness.fuzz import hostile, report
+from harness.fuzz.e2e import end_to_end
+from harness.fuzz.oracle import FAILURES, judge, read_log
 from harness.protocol.client import ExternalPort
 
 OUTCOMES = ("cases", "played", "e2e", "port_error", "divergence", "pass", "overload", "exception", "hang",
             "wrong-pass", "unnamed", "false-alarm", "lost", "leak", "memory")
-FAILURES = ("exception", "hang", "wrong-pass", "unnamed", "false-alarm", "lost", "leak", "memory")
 #: Small vocabs of three models (SPM, WPM, BPE): sessions are about the protocol, not the vocab.
 VOCABS = ("llama-spm", "bert-bge", "gpt-2")
 TIMEOUT = 0.25      # the port timeout of a session (PORT_TIMEOUT)
 MAX_LINE = 1 << 20  # the client's answer limit in a session (64 MiB in a run)
-MARGIN = 3.0        # seconds past two timeouts before a session counts as hung
 MEMORY_GROWTH = 256 << 20
 FD_GROWTH = 64
 E2E_SHARE = 0.03    # of the wall time, for end-to-end runs
@@ -239,132 +225,6 @@ def render(h: Hunt) -> None:
     "\n".join(f"{t or ''}\n{x}" for t, x in rr.summary("reports")).encode("utf-8")
 
 
-def _alive(pid: int, grace: float = 1.0) -> bool:
-    """Whether ``pid`` still runs ``grace`` seconds on (a SIGKILL is delivered asynchronously)."""
-    end = time.monotonic() + grace
-    while _running(pid) and time.monotonic() < end:
-        time.sleep(0.01)
-    return _running(pid)
-
-
-def _running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a zombie is dead: reap it if it is ours
-        return os.waitpid(pid, os.WNOHANG) == (0, 0)
-    except ChildProcessError:
-        return not _zombie(pid)
-
-
-def _zombie(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
-    except OSError:
-        return True
-
-
-def read_log(path: str) -> list[dict]:
-    """The hostile port's log, one dict per line ([] if it wrote none).
-
-    >>> read_log("/nonexistent/log")
-    []
-    """
-    try:
-        with open(path) as f:
-            return [json.loads(line) for line in f if line.strip()]
-    except OSError:
-        return []
-
-
-def judge(log: list[dict], h: Hunt | None, n_inputs: int, seconds: float, error: str, pids: list[int],
-          workload: str) -> list[str]:
-    """The defects of one session (see the module docstring), from the port's log and the tally;
-    ``overload`` (not a defect) where the client gave up on an answer the port was still making
-    (the machine too busy for the session's short timeout: the port logged no hang).
-
-    >>> judge([], None, 0, 0.1, "Traceback ...", [], "encode")
-    ['exception']
-    """
-    if error:
-        return ["exception"]
-    out = ["hang"] if seconds > 2 * TIMEOUT + MARGIN else []
-    if any(_alive(p) for p in pids):
-        out.append("leak")
-    t = h.tally
-    if _overloaded(log, t):
-        return out + ["overload"]
-    return sorted(set(out + _answer_defects(log, t, workload) + _count_defects(t, n_inputs)))
-
-
-def _overloaded(log: list[dict], t) -> bool:
-    """The client timed out on a request the port had not answered yet, and the port played
-    no hang there: it was still working (or not yet scheduled) when the short deadline passed."""
-    for e in t.port_errors:
-        if "hung: no answer" in e["message"]:
-            req = e["message"].split(" on request ", 1)[-1].split("\n")[0][:200]
-            answered = any(x.get("req") == req for x in log if "v" in x)
-            return not answered and not any(x.get("v") == "none" for x in log)
-    return False
-
-
-def _answer_defects(log: list[dict], t, workload: str) -> list[str]:
-    """What the tally must show for the answers the port gave (the module docstring)."""
-    out = []
-    answers = [e for e in log if "v" in e]
-    fatal = next((k for k, e in enumerate(answers) if e["v"] in ("bad", "none", "eof")), len(answers))
-    before = answers[:fatal]
-    if fatal < len(answers) and not t.port_errors:
-        out.append("wrong-pass")
-    if answers[fatal:fatal + 1] and answers[fatal]["v"] == "bad" and t.divergent and not t.port_errors:
-        out.append("wrong-pass")
-    seen = {e["v"] for e in _case_answers(before, workload)}
-    if "wrong" in seen and not (t.divergent or t.port_errors):
-        out.append("wrong-pass")
-    if ("error" in seen and not t.port_error_cases) or ("unsupported" in seen and not t.unsupported):
-        out.append("lost")
-    if t.port_errors and not all(re.search(r"on request |to \{|in \w+\(|could not open|answers info|went down",
-                                           e["message"]) for e in t.port_errors):
-        out.append("unnamed")
-    # the planted bug answered alone (a batch's divergent answer is asked again alone: a crash
-    # then keeps only the port error; see the README)
-    planted = any(e.get("planted") and e["op"] == "encode" and e["v"] == "same" for e in before)
-    shifted = any("extra" in e for e in log)  # answers shifted: the next one is stale, unjudged
-    if seen <= {"same"} and fatal == len(answers) and not shifted:
-        if t.port_errors or (t.divergent and not planted):
-            out.append("false-alarm")
-    if planted and not t.findings:
-        out.append("lost")
-    return out
-
-
-def _case_answers(answers: list[dict], workload: str) -> list[dict]:
-    """The answers to requests that are cases: not a divergence's own pieces (asked for the
-    report), not a request asked again as it was (the settle phase confirming a finding)."""
-    out, asked = [], set()
-    for e in answers:
-        detail = e["op"] == "piece" and not workload.startswith("piece")
-        again = e["op"] != "batch" and e["req"] in asked
-        asked.add(e["req"])
-        if e["v"] == "same" or not (detail or again):
-            out.append(e)
-    return out
-
-
-def _count_defects(t, n_inputs: int) -> list[str]:
-    """Every input in exactly one count; no pass without a case."""
-    out = []
-    if t.cases + t.port_error_cases + t.unsupported + t.not_checked != n_inputs:
-        out.append("lost")
-    if t.outcome == "pass" and not t.cases:
-        out.append("lost")
-    return out
-
-
 def session(vocabs: Vocabs, rng: random.Random, work: str, kind: str | None = None) -> tuple[str, list[str], dict]:
     """One hostile-port session; (kind, defects, what happened)."""
     kind = kind or rng.choice(hostile.ALL_KINDS)
@@ -390,7 +250,7 @@ def session(vocabs: Vocabs, rng: random.Random, work: str, kind: str | None = No
     seconds = time.monotonic() - started
     log = read_log(plan["log"])
     pids += [e["child"] for e in log if "child" in e]
-    defects = judge(log, h, len(inputs), seconds, error, pids, workload)
+    defects = judge(log, h, len(inputs), seconds, error, pids, workload, timeout=TIMEOUT)
     for p in pids:  # whatever the verdict, nothing of this session survives it
         _kill(p)
     detail = {"kind": kind, "plan": plan, "vocab": name, "workload": workload, "flags": flags,
@@ -446,7 +306,7 @@ def fuzz_ports(seconds: float, *, seed: int = 0, max_sessions: int | None = None
             kind = kinds[n % len(kinds)]
             if e2e_share and e2e_s < e2e_share * (time.monotonic() - start) and n > 50:
                 t0 = time.monotonic()
-                kind, defects, detail = end_to_end(rng, work, kind)
+                kind, defects, detail = end_to_end(rng, work, kind, VOCABS)
                 e2e_s += time.monotonic() - t0
             else:
                 kind, defects, detail = session(vocabs, rng, work, kind)
@@ -473,63 +333,6 @@ def fuzz_ports(seconds: float, *, seed: int = 0, max_sessions: int | None = None
             if progress and n % 1000 == 0:
                 progress(n)
     return counts
-
-
-def end_to_end(rng: random.Random, work: str, kind: str) -> tuple[str, list[str], dict]:
-    """``llama-conformance run`` on one vocab's golden check with the hostile port as the PORT
-    command; its exit code and report judged like a session's."""
-    vocab = rng.choice(VOCABS)
-    log = os.path.join(work, f"e2e{rng.randrange(1 << 40)}")
-    seed = rng.randrange(1 << 30)
-    at = rng.randrange(0, 40)
-    port = (f"{sys.executable} -m harness.fuzz.hostile --vocab {{vocab}} --kind {kind} --at {at} "
-            f"--seed {seed} --log {log} --timeout 5")
-    reports = os.path.join(work, f"r{seed}")
-    env = dict(os.environ, PORT=port, PORT_TIMEOUT="5", HYPOTHESIS_PROFILE="ci")
-    started = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "harness.cli", "run", "--no-fetch", "--jobs", "1",
-                           "--report-dir", reports, "--vocabs", vocab, "--", "-k", "test_golden"],
-                          env=env, capture_output=True, timeout=600)
-    seconds = time.monotonic() - started
-    entries = read_log(log)
-    defects = judge_e2e(entries, proc.returncode, reports)
-    if seconds > 5 * 2 + 60:
-        defects.append("hang")
-    detail = {"kind": kind, "e2e": True, "vocab": vocab, "port": port, "exit": proc.returncode,
-              "seconds": round(seconds, 1), "log": entries[:60], "stdout": proc.stdout.decode(errors="replace")[-3000:],
-              "tally": _e2e_totals(reports)}
-    return kind, sorted(set(defects)), detail
-
-
-def _e2e_totals(reports: str) -> dict:
-    try:
-        data = json.loads(Path(reports, "conformance.json").read_text())
-    except (OSError, ValueError):
-        return {}
-    t = data["totals"]
-    return {"port_errors": t["port_errors"], "divergences": t["divergences"], "errors": t["errors"],
-            "cases": t["cases"], "messages": [e["message"][:300] for e in data["port_errors"]]}
-
-
-def judge_e2e(log: list[dict], code: int, reports: str) -> list[str]:
-    """An end-to-end run's defects: the exit code and report against what the port did.
-
-    >>> judge_e2e([], 3, "/nonexistent")  # the run raised, or wrote no report
-    ['exception']
-    """
-    t = _e2e_totals(reports)
-    if code == 3 or not t or t["errors"]:
-        return ["exception"]
-    answers = [e for e in log if "v" in e]
-    verdicts = {e["v"] for e in answers}
-    if verdicts & {"bad", "none", "eof", "error"}:
-        return [] if code == 2 and t["port_errors"] else ["wrong-pass"]
-    if "wrong" in verdicts:
-        return [] if code in (1, 2) else ["wrong-pass"]
-    planted = any(e.get("planted") for e in answers)
-    if code == 2 or (code == 1 and not planted):
-        return ["false-alarm"]
-    return ["lost"] if planted and code != 1 else []
 
 
 def main(argv: list[str] | None = None) -> int:
