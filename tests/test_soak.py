@@ -67,6 +67,6 @@ def test_a_small_soak_counts_every_crash_and_hang_and_keeps_the_one_cause(pytest
 @pytest.mark.reference
 def test_the_full_soak_on_every_pinned_vocab(pytester, monkeypatch, tmp_path):
     nodes = [str(SUITE / f"test_{t}.py") for t in ("golden", "known", "encode", "decode", "pieces")]
-    report, events = soak(pytester, monkeypatch, tmp_path, "", nodes, "0.001,0.0001", timeout=5.0)
+    report, events = soak(pytester, monkeypatch, tmp_path, "", nodes, "0.001,0.0001", timeout=20.0)
     assert len(report["vocabs"]) == 19
     check_soak(report, events)
