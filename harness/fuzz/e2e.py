@@ -68,6 +68,8 @@ def judge_e2e(log: list[dict], code: int, reports: str) -> list[str]:
         return ["exception"]
     answers = [e for e in log if "v" in e]
     verdicts = {e["v"] for e in answers}
+    if any("extra" in e for e in log):  # a line too many: the client may take it before the port logs
+        return [] if code in (1, 2) else ["wrong-pass"]
     if verdicts & {"bad", "none", "eof", "error"}:
         return [] if code == 2 and t["port_errors"] else ["wrong-pass"]
     if "wrong" in verdicts:
