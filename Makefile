@@ -6,7 +6,7 @@
 # Options: PORT="cmd --vocab {vocab}"  VOCABS="qwen2 llama-spm"  SOURCE=sdist|github|dir  LLAMA_CPP_DIR=...
 #          HYPOTHESIS_PROFILE=ci|conformance|thorough  BUDGET=5m  CONFORMANCE_SEED=N  JOBS=auto
 #          KNOWN_EXAMPLES=0 (generation alone)  PIN=<pin name or commit prefix> (default: the newest)
-#          ALLOW_UNSUPPORTED=1 (declared-unsupported cases pass)  REPORTS=reports
+#          ALLOW_UNSUPPORTED=1 (declared-unsupported cases pass)  REPORTS=reports  LENGTH_SCALING=0 (no runs timed)
 # The targets call `llama-conformance` (harness/cli.py), the command `pip install` gives. GNU make
 # exits 2 whenever a recipe fails: tools/conformance.sh is make conformance with its own exit code.
 
@@ -20,7 +20,7 @@ REPORTS ?= reports
 SOURCE ?=
 SOURCE_FLAG := $(if $(SOURCE),--source $(SOURCE),)
 
-export LLAMA_CPP_DIR PORT VOCABS HYPOTHESIS_PROFILE KNOWN_EXAMPLES BUDGET CONFORMANCE_SEED PIN ALLOW_UNSUPPORTED
+export LLAMA_CPP_DIR PORT VOCABS HYPOTHESIS_PROFILE KNOWN_EXAMPLES BUDGET CONFORMANCE_SEED PIN ALLOW_UNSUPPORTED LENGTH_SCALING
 
 .PHONY: all fetch reference test test-slow test-remote chromium openssh scoreboard-deps conformance sweep bench scoreboard scoreboard-readme fuzz-ports diagnosis-bench diagnosis-bench-readme pin pin-diff test-pins verify dist clean help coverage fuzz
 

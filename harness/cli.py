@@ -194,20 +194,24 @@ def exit_code(*, pytest_rc: int, cells=(), reference_cells=(), setup_errors: int
     (0, 'clean (1 unsupported cell(s) allowed by --allow-unsupported)')
     >>> exit_code(pytest_rc=1, cells=[dict(cell, errors=1), dict(cell, flags="add", port_errors=1)])
     (3, 'errors: 1 error cell(s)')
+    >>> exit_code(pytest_rc=1, cells=[dict(cell, divergent=2, errors=1)])   # diverged, then raised
+    (3, 'errors: 1 error cell(s)')
     """
-    from harness.reports.cells import incomplete, merge_cells
+    from harness.reports.cells import cell_outcomes, incomplete, merge_cells
     port = list(merge_cells(cells).values())
     ref = list(merge_cells(reference_cells).values())
-    outcomes = [c["outcome"] for c in port]
-    ref_bad = [c for c in ref if c["outcome"] in ("divergence", "error", "port error")]
-    if setup_errors or pytest_rc not in (0, 1) or "error" in outcomes or ref_bad:
-        why = [f"{n} {what}" for n, what in ((outcomes.count("error"), "error cell(s)"),
+    # Every outcome of every cell counts, not only its worst: a cell that diverged and then
+    # raised is an error cell, and a divergent cell too.
+    having = {kind: sum(1 for c in port if kind in cell_outcomes(c)) for kind in ("error", "port error", "divergence")}
+    ref_bad = [c for c in ref if {"divergence", "error", "port error"} & set(cell_outcomes(c))]
+    if setup_errors or pytest_rc not in (0, 1) or having["error"] or ref_bad:
+        why = [f"{n} {what}" for n, what in ((having["error"], "error cell(s)"),
                                              (len(ref_bad), "failed reference check cell(s)"),
                                              (setup_errors, "set-up error(s)")) if n]
         return ERRORS, "errors: " + (", ".join(why) or f"pytest exit status {pytest_rc}")
-    if "port error" in outcomes:
+    if having["port error"]:
         return PORT_ERRORS, "port errors"
-    if "divergence" in outcomes:
+    if having["divergence"]:
         return DIVERGENCES, "divergences"
     if pytest_rc != 0:
         return ERRORS, "errors: a test failed without a finding"
@@ -320,6 +324,9 @@ def run(args: argparse.Namespace) -> int:
         return CLEAN
     code, why = exit_code(pytest_rc=rc, cells=outcome.cells, reference_cells=outcome.reference_cells,
                           setup_errors=outcome.setup_errors, allow_unsupported=args.allow_unsupported)
+    slow = sum(c.get("slow", 0) for c in outcome.cells)
+    if slow:  # a warning, never a code of its own (harness.reports.scaling): slow is not wrong
+        why += f"; {slow} slow run(s) (length scaling: a warning, the exit code is unchanged)"
     budget = " (--budget runs by wall time: the same inputs in the same order, as many as time allows)" \
         if args.budget else ""
     print(f"reproduce: {reproduce}{budget}", file=sys.stderr)

@@ -13,6 +13,8 @@ VocabError
 
 from __future__ import annotations
 
+import re
+
 
 class HarnessError(Exception):
     """Root of every deliberate harness error."""
@@ -109,6 +111,35 @@ def root_cause(message: str) -> str:
     for cut in (" on request ", " to {", " in encode(", " in decode(", " in token_to_piece("):
         first = first.split(cut)[0]
     return first
+
+
+#: Distinct messages kept per root port error (its ``variants``; all are counted), and the
+#: characters kept of each.
+VARIANTS_KEPT, VARIANT_CHARS = 50, 300
+
+# What varies between messages of one cause: quoted text, then ids and numbers (hex or
+# decimal, signed, with a fraction, in runs such as lists of ids). Quotes go first, so a
+# number inside quoted text does not split it.
+_VARYING = ((re.compile(r"'(?:[^'\\\n]|\\.)*'"), "'…'"), (re.compile(r'"(?:[^"\\\n]|\\.)*"'), '"…"'),
+            (re.compile(r"(?<![\w.])(?:0x[0-9a-fA-F]+|[0-9a-fA-F]*\d[0-9a-fA-F]*|-?\d+(?:\.\d+)?(?:e-?\d+)?)"
+                        r"(?:[\s,]+(?:0x[0-9a-fA-F]+|-?\d+(?:\.\d+)?))*(?![\w.])"), "<n>"))
+
+
+def root_shape(message: str) -> str:
+    """The shape of a port error's root cause (:func:`root_cause`): its numbers, ids and
+    quoted text replaced, so that messages differing only in those are one root.
+
+    >>> root_shape("port 'x' answered error: token 151643 refused on request {...}")
+    "port '…' answered error: token <n> refused"
+    >>> root_shape('bad id [3, 17, 99] in "héllo 42"') == root_shape('bad id [5] in "x"')
+    True
+    >>> root_shape("crashed (exit code 3)") != root_shape("hung (no answer in 30 s)")
+    True
+    """
+    shape = root_cause(message)
+    for pattern, placeholder in _VARYING:
+        shape = pattern.sub(placeholder, shape)
+    return shape
 
 
 #: How a port went down, by the words of the client's message (harness.protocol.client).

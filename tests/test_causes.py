@@ -59,7 +59,7 @@ class Diagnoser:
         xs = [p + f.text + s for p, s in (("a", ""), ("", "b"), ("q ", " q"), ("", f.text))]
         return [(x, None) for x in xs if BUGS[key](x) != x][:n]
 
-    def agreements(self, key, f, n):
+    def agreements(self, key, f, n, targeted=False):
         return []
 
     def discriminating(self, keys, f, n):

@@ -60,6 +60,8 @@ def _cell(flags="plain", check="encode", **counts):
     (1, [_cell(divergent=1)], 0, False, cli.DIVERGENCES),
     (1, [_cell(divergent=1), _cell("add", port_errors=1)], 0, False, cli.PORT_ERRORS),
     (1, [_cell(divergent=1), _cell("add", errors=1)], 0, False, cli.ERRORS),
+    (1, [_cell(divergent=1, errors=1, not_checked=300)], 0, False, cli.ERRORS),   # one cell: diverged, then raised
+    (1, [_cell(divergent=1, port_errors=1)], 0, False, cli.PORT_ERRORS),          # one cell: diverged, port error
     (1, [_cell(divergent=1)], 1, False, cli.ERRORS),            # a collection error too
     (1, [_cell()], 0, False, cli.ERRORS),                       # failed, but why?
     (2, [_cell()], 0, False, cli.ERRORS), (4, [], 0, False, cli.ERRORS), (5, [], 0, False, cli.ERRORS),

@@ -50,7 +50,7 @@ def ids(check: str, given) -> dict:
 
 
 FINDINGS = [enc("a\xa0b"),            # 0: nbsp-split
-            enc("a\uff08b"),          # 1: fullwidth-punct (U+FF08 is punctuation, not ASCII)
+            dict(enc("a\uff08b"), triggers=["\uff08"]),  # 1: fullwidth-punct (U+FF08 is punctuation, not ASCII)
             ids("piece", [4]),        # 2: byte-piece (token 4 is a byte token)
             ids("piece", [4]),        # 3: byte-piece
             ids("piece", [2]),        # 4: no bug (token 2 is normal)
@@ -115,6 +115,21 @@ def test_the_counts_of_the_row(toy):
     assert {b["id"]: (b["causes"], b["named"]) for b in row["bugs"]} == {
         "nbsp-split": (["C1"], True), "fullwidth-punct": (["C2"], False),
         "byte-piece": (["C3", "C4"], True), "control-decode": (["C7"], False)}
+
+
+def test_an_unexplained_cause_that_names_its_bugs_set_counts_as_characterised(toy):
+    """C2's finding diverges by itself on U+FF08, which the bug's set (non-ASCII punctuation)
+    holds: the bug is characterised. With "a" among the triggers the set is not the bug's, and
+    a cause with no triggers and no piece tokens is uncharacterised."""
+    row = bench.score_report(toy["labels"], report(), toy["types"])
+    by = {a["cause"]: (a["characterised"], a["names_set"]) for a in row["assignment"]}
+    assert by["C2"] == (True, True) and by["C5"] == (False, False) and by["C7"] == (False, False)
+    assert (row["named_or_characterised"], row["uncharacterised"]) == (3, 2)
+    wrong = copy.deepcopy(report())
+    wrong["divergences"][1] = dict(wrong["divergences"][1], triggers=["\uff08", "a"])
+    row = bench.score_report(toy["labels"], wrong, toy["types"])
+    assert next(a for a in row["assignment"] if a["cause"] == "C2")["names_set"] is False
+    assert (row["named_or_characterised"], row["uncharacterised"]) == (2, 2)
 
 
 def test_a_bug_no_cause_matches_is_a_true_bug_not_found(toy):
@@ -187,7 +202,7 @@ def test_from_reports_through_the_cli_writes_json_and_md(toy, monkeypatch, capsy
     md = (out / "diagnosis-bench.md").read_text()
     assert "| C7 | control-decode | (none) | unexplained (mixed: findings of nbsp-split, control-decode) |" in md
     assert "- `byte-piece`: C3, C4 (named correctly" in md
-    assert "| toy | 4 | 4 | 7 | 1.25 | 2 | 2 | 3 | 2 | 1 | 0 | 3.5 |" in capsys.readouterr().out
+    assert "| toy | 4 | 4 | 7 | 1.25 | 2 | 3 | 2 | 3 | 2 | 2 | 1 | 0 | 3.5 |" in capsys.readouterr().out
 
 
 def test_a_port_without_a_report_is_a_row_with_the_reason(toy):

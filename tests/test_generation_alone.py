@@ -72,6 +72,29 @@ def test_drift_characters_sit_in_splitter_contexts():
     assert {"X", " X", "1X2", "aXb", "'X", "123X456"} <= texts
 
 
+# --- the known texts the generators hold ----------------------------------------------------------
+#: Known texts (harness/inputs/known.py) that are string literals of the generators: two
+#: whitespace runs every generator of line breaks makes (CRLF, a blank line) and three code
+#: snippets of strategies.punctuation_code. The README (generation alone) names them.
+IN_THE_GENERATORS = {"\r\n", "\n\n", "->", "x != y and a.b == c", "x ~é ~~"}
+
+
+def test_the_known_texts_the_generators_hold_are_the_ones_the_readme_names():
+    """KNOWN_EXAMPLES=0 leaves the known check out, not every known text: these five are
+    drawn by the generators as they are. Any other known text that becomes a literal of a
+    generator module fails here, so the README's list cannot fall behind."""
+    import ast
+    import inspect
+
+    from harness.inputs import known
+    texts = {t for t, _ in known.KNOWN_TEXTS if t}
+    held = set()
+    for module in (strategies, vocabgen, drift):
+        tree = ast.parse(inspect.getsource(module))
+        held |= texts & {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+    assert held == IN_THE_GENERATORS
+
+
 # --- vocab-derived families -------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def llama_bpe():

@@ -19,7 +19,8 @@ from harness.errors import HarnessError
 from harness.reports.scoreboard import README_BEGIN, html_page, markdown, readme_block, replace_block
 from harness.scoreboard import run as board
 from harness.scoreboard.ports import discover, select
-from harness.scoreboard.summary import check_outcome, vocab_entry
+from harness.reports.cells import cell_outcome
+from harness.scoreboard.summary import vocab_entry
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -63,10 +64,14 @@ def test_unknown_port_names_list_the_known_ones(tmp_path):
 
 
 def test_check_and_vocab_outcomes_never_overstate():
-    assert check_outcome(["pass", "pass"]) == "pass" and check_outcome(["pass", "divergence"]) == "divergence"
-    assert check_outcome(["port error", "pass"]) == "port error" and check_outcome(["not checked"]) == "not checked"
     full = [{"vocab": "v", "check": c, "flags": "plain", "cases": 3}
             for c in ("golden", "known", "encode", "decode", "piece")]
+    ok, diverged = full[2], dict(full[2], flags="add", divergent=1)
+    assert cell_outcome(ok, ok) == "pass" and cell_outcome(ok, diverged) == "divergence"
+    assert cell_outcome(dict(ok, port_errors=1), ok) == "port error" and cell_outcome() == "not checked"
+    # The scoreboard asks the run's own outcome function: a check that diverged and raised is an error.
+    both = full + [dict(diverged, errors=1)]
+    assert vocab_entry("v", both, [])["checks"]["encode"] == "error" and vocab_entry("v", both, [])["outcome"] == "error"
     assert vocab_entry("v", full, [])["outcome"] == "pass"
     refused = full[:3] + [{"vocab": "v", "check": "decode", "flags": "plain", "unsupported": 2,
                            "unsupported_reason": "no remove_special"}, full[4]]

@@ -73,6 +73,7 @@ UNCATALOGUED = {
     "reserved-shift": ("llama-bpe", (("encode", "parse"), ("decode", "parse"), ("piece", "parse")), 1),
     "ascii-punct": ("bert-bge", (("known", "plain"), ("encode", "plain")), 1),
     "cyrillic-unk": ("llama-spm", (("known", "plain"), ("encode", "plain")), 2),
+    "file-types": ("qwen2", (("encode", "parse"), ("decode", "plain"), ("piece", "plain")), 1),
 }
 
 
@@ -87,7 +88,9 @@ def test_a_bug_no_catalogue_entry_models_is_never_named_and_stays_few_causes(pyt
     ``ascii-punct`` is one cause, characterised by the punctuation code points that diverge by
     themselves (its texts part from llama.cpp through several signatures: a word that becomes
     [UNK], a mark that becomes a ``##`` subword). ``cyrillic-unk`` still comes out as up to two
-    (its letters, and U+0482, a symbol of the same block); the bound keeps it from getting worse."""
+    (its letters, and U+0482, a symbol of the same block); the bound keeps it from getting worse.
+    ``file-types`` (a token llama.cpp makes CONTROL by its text left NORMAL) is one cause over
+    encode, decode and pieces: the token's piece, wherever it sits in the divergent span."""
     vocab, nodes, most = UNCATALOGUED[bug]
     script = Path(__file__).parent / "ports" / "uncatalogued.py"
     port = f"{shlex.quote(sys.executable)} {shlex.quote(str(script))} --vocab {{vocab}} --bugs {bug}"

@@ -4,9 +4,13 @@ exit code ``llama-conformance run`` gives for those cells (``harness.cli.exit_co
 
 from __future__ import annotations
 
+import html
+import re
+
 import pytest
 
 from harness import cli
+from harness.engine.hunt import CheckFailed, Hunt
 from tests.support.suite import SUITE, faulty_port, run_suite, suite_node
 
 pytest_plugins = ["pytester"]
@@ -38,7 +42,7 @@ def test_a_check_that_raises_keeps_its_cases_and_reads_error_everywhere(pytester
     assert plain["error_at"].startswith("tests/ports/faulty_reference.py:") and plain["error_at"].endswith("in decode")
     assert (add["outcome"], add["cases"], add["not_checked"]) == ("error", 0, 230)
     t = report["totals"]
-    assert (t["errors"], t["cases"], t["cells_by_outcome"]) == (2, 210, {"error": 2})
+    assert (t["errors"], t["cases"], t["cells_by_outcome"]) == (2, 210, {"error + partial": 1, "error + not checked": 1})
     assert [(e["flags"], e["cases"]) for e in report["errors"]] == [("plain", 210), ("add", 0)]
     out = result.stdout.str()
     assert "llama-spm   plain      210/0 ~20 error" in out and "llama-spm   add        error" in out
@@ -49,6 +53,49 @@ def test_a_check_that_raises_keeps_its_cases_and_reads_error_everywhere(pytester
     assert 'name="conformance_outcome" value="error"' in xml
     result.assert_outcomes(failed=2)
     assert _exit(result, report) == cli.ERRORS
+
+
+def _shows_both(pytester, report, key, worst, other, outcomes):
+    """The cell ``key`` reads ``outcomes`` in the JSON and shows its ``worst`` and ``other``
+    outcome in the table, the HTML grid and the JUnit XML."""
+    cell = _cells(report)[key]
+    assert (cell["outcome"], cell["outcomes"]) == (worst, outcomes)
+    assert report["totals"]["cells_by_outcome"] == {" + ".join(outcomes): 1}
+    reports = pytester.path / "reports"
+    html = (reports / "conformance.html").read_text(encoding="utf-8")
+    assert f"title='{' + '.join(outcomes)}'" in html and f">+{other}</a>" in html
+    xml = (reports / "conformance-junit.xml").read_text(encoding="utf-8")
+    assert f'name="conformance_outcomes" value="{" + ".join(outcomes)}"' in xml
+    assert xml.count("<error ") == 1 and xml.count("<failure ") >= 1   # the error and each cause's failure
+
+
+@pytest.mark.reference
+def test_a_check_that_diverged_and_then_raised_is_an_error_and_a_divergence(pytester, monkeypatch):
+    """A port that drops a leading space in decode, against a llama.cpp whose decode throws
+    from its 41st call: the cell diverged, then raised; exit 3, not 1."""
+    result, report = run_suite(pytester, monkeypatch, faulty_port("--bugs decode-space"), "llama-spm",
+                               [suite_node("decode", "llama-spm", "plain")],
+                               args=("-p", "tests.ports.faulty_reference"), FAULTY_REFERENCE_DECODE_AFTER="40")
+    cell = _cells(report)[("llama-spm", "decode", "plain")]
+    assert cell["divergent"] > 0 and cell["errors"] == 1 and cell["not_checked"] > 0, cell
+    _shows_both(pytester, report, ("llama-spm", "decode", "plain"), "error", "divergence",
+                ["error", "divergence", "partial"])
+    assert re.search(r"^llama-spm   plain      \d+/[1-9]\d* ~\d+ error$", result.stdout.str(), re.M)
+    assert _exit(result, report) == cli.ERRORS
+
+
+@pytest.mark.reference
+def test_a_cell_that_diverged_and_had_a_port_error_is_a_port_error_and_a_divergence(pytester, monkeypatch, tmp_path):
+    """A port that splits digits and crashes after 40 requests, on llama.cpp's golden cases:
+    the cell diverged, then the port went down (and was started again: the check goes on, no
+    case is left unchecked); exit 2, not 1."""
+    port = faulty_port("--bugs digits", "--crash-after 40", f"--crash-once {tmp_path / 'crashed'}")
+    result, report = run_suite(pytester, monkeypatch, port, "llama-bpe", [suite_node("golden", "llama-bpe")])
+    cell = _cells(report)[("llama-bpe", "golden", "plain")]
+    assert cell["divergent"] > 0 and cell["port_errors"] == 1, cell
+    _shows_both(pytester, report, ("llama-bpe", "golden", "plain"), "port error", "divergence",
+                ["port error", "divergence"])
+    assert _exit(result, report) == cli.PORT_ERRORS
 
 
 @pytest.mark.reference
@@ -164,3 +211,45 @@ def test_an_exception_outside_the_cases_is_filed_where_it_belongs():
     with pytest.raises(IndexError) as e:
         h.finish()
     assert "its cell reads 'error'" in "\n".join(e.value.__notes__)
+
+
+def test_port_errors_alike_but_for_an_id_are_one_root_with_its_variants():
+    """A port that refuses each control token with its id in the message: one root, not one
+    per id, in the cell, the JSON, the terminal, the HTML and the JUnit."""
+    from harness.errors import PortRequestError
+    from harness.reports.html import html_page
+    from harness.reports.junit import junit_xml
+
+    def refuse(text):
+        if text.isdigit():
+            raise PortRequestError(f"port 'p' answered error: token {text} refused on request {{\"text\": {text!r}}}")
+    h = Hunt("encode", "parse", refuse, vocab="qwen2")
+    for text in ["151643", "151644", "151643", "ok"]:
+        h.case(text)
+    with pytest.raises(CheckFailed):
+        h.finish()
+    assert (h.tally.port_error_cases, len(h.tally.port_errors), h.tally.port_errors[0]["variant_count"]) == (3, 1, 2)
+    r = _report(h, _refusing("plain", "151645"))
+    [root] = r.to_json({})["port_errors"]
+    assert (root["variant_count"], root["cases"], len(root["tests"])) == (3, 4, 2)
+    assert root["variants"] == ["port 'p' answered error: token 151643 refused",
+                                "port 'p' answered error: token 151644 refused",
+                                "port 'p' answered error: token 151645 refused"]
+    assert r.to_json({})["totals"]["port_errors"] == 1
+    line = "3 variants of \"port '…' answered error: token <n> refused\": port 'p' answered error: token 151643 refused"
+    assert line in "\n".join(text for _, text in r.summary("r"))
+    assert html.escape(line) in html_page(r.to_json({}), r.findings)
+    assert junit_xml(r).count("<error ") == 2   # one per test the root hit
+
+
+def _refusing(flags, *ids):
+    from harness.errors import PortRequestError
+
+    def refuse(text):
+        raise PortRequestError(f"port 'p' answered error: token {text} refused on request {{}}")
+    h = Hunt("encode", flags, refuse, vocab="qwen2")
+    for text in ids:
+        h.case(text)
+    with pytest.raises(CheckFailed):
+        h.finish()
+    return h

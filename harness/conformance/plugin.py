@@ -30,6 +30,7 @@ import pytest
 
 from harness.errors import PortError
 from harness.inputs.derived import label_of
+from harness.reports.cells import cell_outcome, cell_outcomes
 from harness.reports.run import RunReport
 
 TALLY_KEY = "conformance_tally"  # user_properties key of each test's tally (JSON)
@@ -190,7 +191,8 @@ def tally_json(tally, test: str) -> str:
     """One test's tally as its worker ships it to the controller (``RunReport.add`` reads it)."""
     return json.dumps({"counts": tally.counts(), "test": test,
                        "findings": [f.to_json() for f in tally.findings],
-                       "port_errors": tally.port_errors, "restarts": tally.restarts, "deaths": tally.deaths})
+                       "port_errors": tally.port_errors, "restarts": tally.restarts, "deaths": tally.deaths,
+                       "scaling": [s.to_json() for s in tally.scaling]})
 
 
 def _is_check(item) -> bool:
@@ -236,8 +238,8 @@ def pytest_runtest_makereport(item, call):
         errors = [e for e in _leaves(failed) if isinstance(e, PortError)]
         if errors:
             vocab, flags, check = _cell_of(item)
-            counts = {"vocab": vocab, "flags": flags, "check": check, "cases": 0,
-                      "port_errors": 1, "outcome": "port error"}
+            counts = {"vocab": vocab, "flags": flags, "check": check, "cases": 0, "port_errors": 1}
+            counts.update(outcomes=list(cell_outcomes(counts)), outcome=cell_outcome(counts))
             report.user_properties.append((TALLY_KEY, json.dumps({
                 "counts": counts, "test": item.nodeid, "findings": [], "restarts": [],
                 "port_errors": [{"message": str(errors[0]), "stderr": errors[0].stderr,

@@ -82,6 +82,11 @@ class PlatformVariant(Variant):
             return tok.encode(text, add_special=add, parse_special=parse)
         return self.tokenizer(tok).encode(text, add_special=add, parse_special=parse)
 
+    def table(self) -> frozenset[int]:
+        """Every code point this platform classes differently from llama.cpp (its whole claim:
+        a port with this table is right on every other code point)."""
+        return class_cps(self)
+
     def prediction_points(self, tok) -> tuple[int, ...]:
         """Up to 6 code points this platform classes differently, spread over the table."""
         cps = sorted(class_cps(self))

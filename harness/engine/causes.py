@@ -99,8 +99,9 @@ class Diagnoser(Protocol):
     def answers(self, key: str, finding, x, got) -> bool:
         """Whether the port's answer on ``x`` (``got``, None for llama.cpp's) is the explanation's."""
 
-    def agreements(self, key: str, finding, n: int) -> list:
-        """Up to ``n`` inputs (the finding's own flags) where the explanation ``key`` and llama.cpp agree."""
+    def agreements(self, key: str, finding, n: int, targeted: bool = False) -> list:
+        """Up to ``n`` inputs (the finding's own flags) where the explanation ``key`` and llama.cpp
+        agree (``targeted``: only those where a wider defect of its kind would show)."""
 
     def predicted(self, key: str, x, got) -> bool:
         """Whether the port's answer on ``x`` (``got``: the rerun's finding, or None) is the explanation's."""
@@ -233,6 +234,7 @@ class CauseFinder:
         self.causes: list[Cause] = []
         self.unattributed = 0  # divergent cases no cause took (past KEEP or MAX_CAUSES)
         self._rejected: set[str] = set()  # rebound keys whose predictions failed
+        self._bland_memo: bool | None = None  # :meth:`_bland`, asked once
         self.seconds: Counter = Counter()  # wall seconds spent shrinking, diagnosing, predicting, characterising
 
     # --- the predicates -----------------------------------------------------------------
@@ -351,11 +353,15 @@ class CauseFinder:
             if not ok:
                 return own[0] + other[0], own[1] + other[1], False
             own[1] += 1
-        if own[0] < NARROW:
-            # A narrow explanation (its case the only one it changes, nearly) also claims the port
-            # is right around it: where the port parts from llama.cpp there the same way, the
-            # defect is wider than the explanation ("no BOS on an empty text" for no BOS at all).
-            for x in self.diagnoser.agreements(key, f, AGREEMENTS):
+        # An explanation also claims the port is right where it agrees with llama.cpp: a narrow
+        # one around its case, any one where a wider defect of its kind shows (the rest of a
+        # table's class, a character over two tokens). Where the port parts from llama.cpp there
+        # the same way, the defect is wider than the explanation ("no BOS on an empty text" for
+        # no BOS at all, "U+1343D is unassigned" for every format control kept, lossy UTF-8 for
+        # lossy per token).
+        agreements = getattr(self.diagnoser, "agreements", None)
+        if agreements is not None:
+            for x in agreements(key, f, AGREEMENTS, targeted=own[0] >= NARROW):
                 got = self.probe(f.check, x, None)
                 if got is UNANSWERED or got is None:
                     continue
@@ -427,7 +433,8 @@ class CauseFinder:
         for c in out:
             if not c.keys and self.ask and isinstance(c.input, str):
                 with self._timed("characterise"):
-                    c.triggers = self._triggers(c.input)
+                    # where plain words fail too, every character would "fail by itself"
+                    c.triggers = () if self._bland() else self._triggers(c.input)
             elif c.keys and self.ask:
                 with self._timed("characterise"):
                     c.probed = self._probed(c)
@@ -454,13 +461,19 @@ class CauseFinder:
                     shows.append(cp)
         return (tuple(shows), tuple(not_)) if shows or not_ else ()
 
+    def _bland(self) -> bool:
+        """Whether the port parts from llama.cpp on plain ASCII words (:data:`BLAND`): then a
+        cause is not about characters, and its triggers would name whatever the text held.
+        Asked once per test (the same for every cause of it)."""
+        if self._bland_memo is None:
+            self._bland_memo = any(self.rerun(bland) is not None for bland in BLAND)
+        return self._bland_memo
+
     def _triggers(self, text: str) -> tuple[str, ...]:
         """The code points of a shrunk text on which the port parts from llama.cpp by
         themselves: alone, or between fresh neighbours (:data:`TRIGGER_CONTEXTS`). What a
         person would fix is the handling of those characters; reports group unexplained
         causes by their class (harness.reports.causes)."""
-        if any(self.rerun(bland) is not None for bland in BLAND):
-            return ()  # the port parts from llama.cpp on plain ASCII words: not about characters
         found = []
         for c in dict.fromkeys(text):
             if any(self.rerun(ctx.replace("{}", c)) is not None for ctx in TRIGGER_CONTEXTS):

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from harness.engine import scaling
 from harness.engine.fastphase import run_phase
 from harness.engine.shrink import shrink_ids, shrink_text
 from harness.errors import PortUnsupported
@@ -73,7 +74,8 @@ def _explore(h, given_args: dict, body: Callable, settings_overrides: dict | Non
 
 def encode(vut, flags, make_hunt: Callable, *, fast, replay=(), first=(),
            settings_overrides: dict | None = None) -> None:
-    """Generated encode: the fast random phase, then Hypothesis; port ids vs llama.cpp's."""
+    """Generated encode: the fast random phase, then Hypothesis, then the runs timed for length
+    scaling (:mod:`harness.engine.scaling`); port ids vs llama.cpp's."""
     from harness.inputs.strategies import materialise, recipes
     add_special, parse_special = flags
     h = make_hunt("encode", flags_label(*flags),
@@ -91,6 +93,8 @@ def encode(vut, flags, make_hunt: Callable, *, fast, replay=(), first=(),
                       count=count, seconds=seconds)
             _explore(h, {"recipe": recipes()}, lambda recipe: h.case(materialise(recipe, vut.texts)),
                      settings_overrides)
+            if scaling.enabled():  # last: a port that hangs on long runs costs nothing else
+                scaling.probe(vut, h, flags)
     h.finish()
 
 

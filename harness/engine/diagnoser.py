@@ -44,11 +44,13 @@ def prediction_inputs(tok, f: Finding, param=None, points=()):
     encode: a code point the variant is bound to, alone and between fresh neighbours (so its
     own neighbours in the shrunk text, which may hide what the port does, are gone); other
     code points of the variant's own table (``points``); each character of the text likewise;
+    the text with each of its non-alphanumeric characters replaced by each of ``points``;
     the text with each special token's text in it swapped for other special tokens' texts
     (a variant about *all* specials must hold for the others too); then the text in each of
     :data:`CONTEXTS`, twice over, and with spaces around;
     decode: each special, unknown or unused id swapped for other ids of its type; the ids
-    after and before a greeting's ids, twice over, and each id alone;
+    after and before a greeting's ids, twice over, and each id alone; a character over two
+    tokens (:func:`_split_character`), alone and after the ids;
     piece: nearby ids, then ids spread over the vocab, of the same token type first.
 
     >>> f = Finding("encode", "v", None, False, False, "\u0689\u066a", None)
@@ -62,19 +64,50 @@ def prediction_inputs(tok, f: Finding, param=None, points=()):
         ids = tuple(f.decoded_ids)
         hello = tuple(tok.encode("Hello world", add_special=False, parse_special=False))
         swapped = [ids[:k] + (o,) + ids[k + 1:] for k, i in enumerate(ids) for o in _same_kind(tok, i)]
+        split = _split_character(tok)  # a character over two tokens: whole in llama.cpp's output
         yield from dict.fromkeys(swapped + [hello + ids, ids + hello, ids + ids, *((i,) for i in ids),
-                                            ids[1:], ids[:-1]])
+                                            ids[1:], ids[:-1]] + ([split, ids + split] if split else []))
         return
     t = f.text
     chars = [param] if isinstance(param, str) and len(param) == 1 else []
     chars += [c for c in points if c not in chars]
     chars += [c for c in dict.fromkeys(t) if c not in chars]
+    # the table's points in the shrunk text's own context, in place of each of its non-alphanumeric
+    # characters: where a class matters only next to others ("\xa0 " for a whitespace run)
+    swapped = [t.replace(c, p) for c in dict.fromkeys(t) if not c.isalnum() for p in points if p != c]
     seen = {t}
-    for x in [n.replace("{}", c) for c in chars for n in _NEIGHBOURS] + _special_swaps(tok, t) + [
+    for x in [n.replace("{}", c) for c in chars for n in _NEIGHBOURS] + swapped + _special_swaps(tok, t) + [
             p + t + s for p, s in CONTEXTS] + [t + t, f" {t} ", t + " " + t]:
         if x not in seen:
             seen.add(x)
             yield x
+
+
+def outside_table(variant, f: Finding, n: int = 6) -> list[str]:
+    """``f``'s text with each of its code points that a table variant (``variant.table()``)
+    holds replaced by up to ``n`` code points llama.cpp classes the same way (the same
+    flags) that the table does not hold, spread over them. Empty for other variants.
+
+    >>> from harness.diagnosis.platform import WHITESPACE_VARIANTS
+    >>> java = next(v for v in WHITESPACE_VARIANTS if v.name == "whitespace_java_iswhitespace")
+    >>> [f"U+{ord(x[1]):04X}" for x in outside_table(java, Finding("encode", "v", None, False, False, "a\xa0", None))]
+    ['U+0020', 'U+2000', 'U+2004', 'U+2006', 'U+2009', 'U+2028']
+    """
+    table = getattr(variant, "table", None)
+    if table is None or f.check in BYTE_CHECKS:
+        return []
+    from harness.tokenizer import unicode as U
+    import numpy as np
+    cps = table()
+    out = []
+    for c in dict.fromkeys(f.text):
+        if ord(c) not in cps:
+            continue
+        same = [cp for cp in np.flatnonzero(U.FLAGS == U.FLAGS[ord(c)]).tolist()
+                if cp not in cps and not 0xD800 <= cp < 0xE000]
+        step = max(1, len(same) // n)
+        out += [f.text.replace(c, chr(cp)) for cp in same[::step][:n]]
+    return out
 
 
 def _special_ids(tok) -> dict[int, list[int]]:
@@ -92,7 +125,7 @@ def _special_ids(tok) -> dict[int, list[int]]:
 def _same_kind(tok, id: int, n: int = 3) -> list[int]:
     """Up to ``n`` other ids of ``id``'s special-like type, spread over that type's ids, then
     one of each other special-like type (a variant about every special must hold for those
-    too); none for a normal token."""
+    too), a normal token as long (:func:`_normal_alike`) second; none for a normal token."""
     from harness.diagnosis.base import cached
     groups = cached(tok, ("prediction special ids",), lambda: _special_ids(tok))
     if not 0 <= id < tok.vocab.n_vocab:
@@ -102,7 +135,48 @@ def _same_kind(tok, id: int, n: int = 3) -> list[int]:
         return []
     others = [i for i in groups[mine] if i != id]
     step = max(1, len(others) // n)
-    return others[::step][:n] + [ids[len(ids) // 2] for bit, ids in groups.items() if bit != mine and ids]
+    alike = _normal_alike(tok, id)
+    spread = others[::step][:n]
+    # the normal one second: predictions take the first few inputs where the variant disagrees
+    return (spread[:1] + ([alike] if alike is not None else []) + spread[1:]
+            + [ids[len(ids) // 2] for bit, ids in groups.items() if bit != mine and ids])
+
+
+def _split_character(tok) -> tuple[int, ...] | None:
+    """Ids whose pieces are the two bytes of U+00E9 one by one (byte tokens, or a byte-level
+    BPE's base tokens), or None: llama.cpp decodes them to the whole character, a port that
+    turns each piece into a string on its own gives two U+FFFD."""
+    from harness.diagnosis.base import cached
+
+    def find():
+        single = {}
+        for i in range(tok.vocab.n_vocab):
+            piece = tok.token_to_piece(i, special=False)
+            if len(piece) == 1:
+                single.setdefault(piece, i)
+        ids = tuple(single.get(bytes([b])) for b in "\u00e9".encode())
+        return None if None in ids else ids
+    return cached(tok, ("prediction split character",), find)
+
+
+def _normal_alike(tok, id: int) -> int | None:
+    """A normal token whose piece is as long as ``id``'s (or the next longer): a variant about
+    pieces' length (a fixed buffer) must hold for normal tokens too, one about a type need not.
+    Pieces, not texts: a byte-level BPE text is longer than its bytes."""
+    from harness.diagnosis.base import cached
+    from harness.tokenizer.vocab import NORMAL
+    v = tok.vocab
+
+    def by_length():
+        out: dict[int, int] = {}
+        for i, a in enumerate(v.attrs):
+            if a & NORMAL:
+                out.setdefault(len(tok.token_to_piece(i, special=True)), i)
+        return out
+    lengths = cached(tok, ("prediction normal ids by piece length",), by_length)
+    want = len(tok.token_to_piece(id, special=True))
+    fit = [n for n in lengths if n >= want]
+    return lengths[min(fit)] if fit else None
 
 
 def _special_swaps(tok, text: str) -> list[str]:
@@ -141,13 +215,17 @@ def _other_flags(f: Finding) -> list[tuple[bool, bool]]:
 
 
 def _piece_inputs(tok, id: int):
-    """Ids near ``id``, then about 400 ids spread over the vocab, those of the same token type first."""
+    """Ids near ``id``, then about 400 ids spread over the vocab, those of the same token type
+    first, but after the first two, one of each other special-like type and a normal token as
+    long (:func:`_same_kind`): a variant about every special (or every long piece) must hold
+    for those too, one about this type need not."""
     n = tok.vocab.n_vocab
     types = tok.vocab.attrs  # llama.cpp's token attributes: the type is one bit of them
     near = [i for d in range(1, 9) for i in (id - d, id + d) if 0 <= i < n]
     spread = list(range(id % 97, n, max(1, n // 400)))
     same = [i for i in near + spread if types[i] == types[id] and i != id]
-    yield from dict.fromkeys(same + [i for i in near + spread if i != id])
+    cross = [i for i in _same_kind(tok, id) if types[i] != types[id]]
+    yield from dict.fromkeys(same[:2] + cross + same[2:] + [i for i in near + spread if i != id])
 
 
 def _same(a, b) -> bool:
@@ -297,14 +375,24 @@ class Diagnoser:
         port = exact_output(self.tok, case) if got is None else self.case_of(got).port_output
         return _same(want, port)
 
-    def agreements(self, key: str, f: Finding, n: int) -> list:
-        """Up to ``n`` inputs of :func:`prediction_inputs` (the finding's own flags) where the
-        variant ``key`` answers what llama.cpp answers: a narrow variant claims the port does too."""
+    def agreements(self, key: str, f: Finding, n: int, targeted: bool = False) -> list:
+        """Up to ``n`` inputs (the finding's own flags) where the variant ``key`` answers what
+        llama.cpp answers: a narrow variant claims the port does too. The targeted ones first,
+        where a wider defect of the same kind shows: a table variant's text with a code point
+        of its table swapped for others of llama.cpp's same class outside it
+        (:func:`outside_table`: every format control kept, not just Unicode 15's), and for
+        decode a character over two tokens (:func:`_split_character`: lossy per token, not
+        over the output). ``targeted``: just those (asked of every explanation, narrow or not:
+        the generic ones would meet a port's other bugs of the same check)."""
         v = self._bound.get(key)
         if v is None:
             return []
         out = []
-        for x in prediction_inputs(self.tok, f, v.param):
+        split = _split_character(self.tok) if f.check == "decode" else None
+        inputs = list(outside_table(v, f)) + ([split, tuple(f.decoded_ids) + split] if split else [])
+        if not targeted:
+            inputs += [x for x in prediction_inputs(self.tok, f, v.param) if x not in inputs]
+        for x in inputs:
             if len(out) >= n:
                 break
             case = self.case_of_input(f, x)

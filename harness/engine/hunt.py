@@ -17,7 +17,9 @@ Outcomes are counted apart, never as passes:
 - ``divergent``: cases among them whose answers differ;
 - ``unsupported``: cases the port said it cannot express;
 - ``port_error_cases``: cases the port answered with an error, crashed or hung on;
-  each distinct root error is reported once (``port_errors``);
+  each root error is reported once (``port_errors``): messages that differ only in numbers,
+  ids or quoted text are one root (:func:`harness.errors.root_shape`), their distinct
+  messages its ``variants``;
 - ``not_checked``: inputs never compared because the port was down, or because the check
   stopped on an error;
 - ``errors``: the check raised something other than a divergence or a port error (a bug in
@@ -48,9 +50,10 @@ from typing import Any, Callable, Iterator
 
 from harness.engine.causes import UNANSWERED, CauseFinder, Group
 from harness.engine.replay import jsonable, save_replay
-from harness.errors import PortError, PortRequestError, PortUnsupported, root_cause
+from harness.errors import (VARIANT_CHARS, VARIANTS_KEPT, PortError, PortRequestError, PortUnsupported, root_cause,
+                            root_shape)
 
-from harness.reports.cells import cell_outcome
+from harness.reports.cells import cell_outcomes
 
 
 def error_summary(e: BaseException) -> tuple[str, str]:
@@ -117,23 +120,32 @@ class Tally:
     restarts: list = field(default_factory=list)     # notes of port restarts before and during this test
     deaths: list = field(default_factory=list)       # notes of how the port went down in this test
     findings: list = field(default_factory=list)      # Finding objects
-    port_errors: list = field(default_factory=list)   # {"message", "stderr", "cases", "fatal"}
+    # one per root: {"message" (its first), "stderr", "cases", "fatal", "shape", "variants", "variant_count"}
+    port_errors: list = field(default_factory=list)
+    scaling: list = field(default_factory=list)       # Scaling objects: runs timed (engine.scaling)
     seconds: float = 0.0
 
     @property
+    def outcomes(self) -> tuple[str, ...]:
+        """Every outcome of these counts, worst first (:func:`harness.reports.cells.cell_outcomes`)."""
+        return cell_outcomes({"divergences": len(self.findings), "divergent": self.divergent,
+                              "port_errors": len(self.port_errors), "cases": self.cases,
+                              "errors": self.errors,
+                              "unsupported": self.unsupported, "not_checked": self.not_checked,
+                              "unsupported_reason": self.unsupported_reason})
+
+    @property
     def outcome(self) -> str:
-        """The cell outcome of these counts (:func:`harness.reports.cells.cell_outcome`)."""
-        return cell_outcome({"divergences": len(self.findings), "divergent": self.divergent,
-                             "port_errors": len(self.port_errors), "cases": self.cases,
-                             "errors": self.errors,
-                             "unsupported": self.unsupported, "not_checked": self.not_checked,
-                             "unsupported_reason": self.unsupported_reason})
+        """The worst of :attr:`outcomes`."""
+        return self.outcomes[0]
 
     def counts(self) -> dict:
         """The JSON counts (findings and errors as numbers)."""
-        d = {k: v for k, v in asdict(self).items() if k not in ("findings", "port_errors", "restarts", "deaths")}
+        d = {k: v for k, v in asdict(self).items() if k not in ("findings", "port_errors", "restarts", "deaths", "scaling")}
         d.update(divergences=len(self.findings), port_errors=len(self.port_errors),
-                 restarts=len(self.restarts), deaths=len(self.deaths), outcome=self.outcome)
+                 restarts=len(self.restarts), deaths=len(self.deaths), outcome=self.outcome, outcomes=list(self.outcomes))
+        if self.scaling:  # slow runs are a warning of their own: they never change the outcome
+            d.update(scaling_runs=len(self.scaling), slow=sum(s.slow for s in self.scaling))
         return d
 
 
@@ -171,7 +183,8 @@ class Hunt:
         self.down = False
         self.error: Exception | None = None  # the first exception the check raised
         self.replay_key = replay_key
-        self._errors: dict[str, dict] = {}
+        self._errors: dict[str, dict] = {}  # root shape -> its port error (see _port_error)
+        self._variants: dict[str, set[str]] = {}  # root shape -> its distinct messages
         self._replaying = False
         self._started = time.perf_counter()
         self._take_notes()
@@ -185,9 +198,8 @@ class Hunt:
         self.tally.restarts += restarts
         self.tally.deaths += deaths
         for note in deaths:
-            why = note.split(": ", 1)[-1]
-            if not any(root_cause(why) == root for root in self._errors):
-                self._errors[root_cause(why)] = {"message": why, "stderr": "", "cases": 0, "fatal": True}
+            if root_shape(note.split(": ", 1)[-1]) not in self._errors:
+                self._root(note.split(": ", 1)[-1], "", True)
 
     # --- running ------------------------------------------------------------------------
     def declare_unsupported(self, reason: str) -> None:
@@ -330,14 +342,27 @@ class Hunt:
         self.groups[sig].add(x, found, replayed=self._replaying)
 
     def _port_error(self, e: PortError, fatal: bool) -> None:
+        """One case the port failed: filed under its root (:meth:`_root`)."""
         self.tally.port_error_cases += 1
-        root = root_cause(str(e))
-        if root not in self._errors:
-            self._errors[root] = {"message": str(e), "stderr": getattr(e, "stderr", ""),
-                                  "cases": 0, "fatal": fatal}
-        self._errors[root]["cases"] += 1
+        self._root(str(e), getattr(e, "stderr", ""), fatal)["cases"] += 1
         if fatal:
             self._went_down(e)
+
+    def _root(self, message: str, stderr: str, fatal: bool) -> dict:
+        """The root port error ``message`` belongs to, by its shape (:func:`harness.errors.root_shape`),
+        so that a refusal naming each token id is one root, its distinct messages its variants."""
+        shape = root_shape(message)
+        if shape not in self._errors:
+            self._errors[shape] = {"message": message, "stderr": stderr, "cases": 0, "fatal": fatal,
+                                   "shape": shape, "variants": [], "variant_count": 0}
+            self._variants[shape] = set()
+        root, variant = self._errors[shape], root_cause(message)[:VARIANT_CHARS]
+        if variant not in self._variants[shape]:
+            self._variants[shape].add(variant)
+            root["variant_count"] += 1
+            if len(root["variants"]) < VARIANTS_KEPT:
+                root["variants"].append(variant)
+        return root
 
     def _counted(self, e: PortError) -> bool:
         return any(e is seen for seen in self._fatal)
@@ -400,9 +425,8 @@ class Hunt:
         death = self.port_death() if self.port_death else None
         if death is None or death is self._death_before or self.down or self._counted(death):
             return
-        root = root_cause(str(death))
-        self._errors.setdefault(root, {"message": str(death), "stderr": getattr(death, "stderr", ""),
-                                       "cases": 0, "fatal": True})
+        if root_shape(str(death)) not in self._errors:
+            self._root(str(death), getattr(death, "stderr", ""), True)
         self._went_down(death)
 
     def _detail(self, found):

@@ -106,6 +106,19 @@ def token_edit(ref, port, i: int) -> str:
     return "replaces"
 
 
+def divergent_span(ref, port, i: int) -> list:
+    """llama.cpp's ids from the first divergent one, ``i``, up to the tail the two outputs share.
+
+    >>> divergent_span([29, 128247], [1472, 82, 29], 0), divergent_span([5, 6, 9], [5, 7, 9], 1)
+    ([29, 128247], [6])
+    """
+    ref, port = list(ref[i:]), list(port[i:])
+    while ref and port and ref[-1] == port[-1]:
+        ref.pop()
+        port.pop()
+    return ref
+
+
 def byte_edit(ref: bytes, port: bytes, i: int) -> str:
     """How ``port`` departs from ``ref`` at byte ``i``: ``drops``, ``adds`` or ``replaces`` a character."""
     r = _char_len(ref, i) if i < len(ref) else 0
@@ -126,18 +139,18 @@ def piece_edit(ref: bytes, port: bytes) -> str:
     (never the class of the character where the bytes part, which splits one defect once
     per character class).
 
-    >>> piece_edit(b" the", b"the"), piece_edit(b"\xe3", b"\xef\xbf\xbd"), piece_edit(b"a", b"")
-    ('leading space dropped', 'invalid UTF-8 replaced', 'empty')
+    >>> piece_edit(b" the", b"the"), piece_edit(b"\xe3", b"\xef\xbf\xbd"), piece_edit(b"a", b""), piece_edit(b" ", b"")
+    ('leading space dropped', 'invalid UTF-8 replaced', 'empty', 'leading space dropped')
     >>> piece_edit(b"\n", b"<0x0A>"), piece_edit(b"ab", b"abc"), piece_edit(b"abc", b"ab"), piece_edit(b"ab", b"xy")
     ('byte as its text', 'bytes added', 'bytes dropped', 'other bytes')
     """
-    if not port:
-        return "empty"
-    for space in _SPACES:
+    for space in _SPACES:  # first: a piece that is one space, stripped, is empty too
         if ref.startswith(space) and port == ref[len(space):]:
             return "leading space dropped"
         if port.startswith(space) and ref == port[len(space):]:
             return "leading space added"
+    if not port:
+        return "empty"
     try:
         ref.decode("utf-8")
     except UnicodeDecodeError:
@@ -152,9 +165,71 @@ def piece_edit(ref: bytes, port: bytes) -> str:
     return "other bytes"
 
 
+def _continuation(data: bytes, i: int) -> bool:
+    return 0 <= i < len(data) and 0x80 <= data[i] < 0xC0
+
+
+def differing_parts(ref: bytes, port: bytes) -> tuple[bytes, bytes]:
+    r"""The parts of two outputs between their common head and tail, cut at character boundaries.
+
+    >>> differing_parts(b"ab\xe3c", "ab\ufffdc".encode()), differing_parts(b"a b", b"ab")
+    ((b'\xe3', b'\xef\xbf\xbd'), (b' ', b''))
+    """
+    i = 0
+    while i < min(len(ref), len(port)) and ref[i] == port[i]:
+        i += 1
+    while i > 0 and (_continuation(ref, i) or _continuation(port, i)):
+        i -= 1
+    j = 0
+    while j < min(len(ref), len(port)) - i and ref[-1 - j] == port[-1 - j]:
+        j += 1
+    while j > 0 and (_continuation(ref, len(ref) - j) or _continuation(port, len(port) - j)):
+        j -= 1
+    return ref[i:len(ref) - j], port[i:len(port) - j]
+
+
+def output_edit(ref: bytes, port: bytes) -> str:
+    r"""The edit from llama.cpp's decoded output to the port's where no token's piece explains
+    it, as a person would fix it (never the kind of token or character where they part, which
+    splits one defect once per kind).
+
+    >>> output_edit(b"a\xe3", "a\ufffd".encode()), output_edit(b"<s>a", b"a"), output_edit(b"a", b"a b")
+    ('invalid UTF-8 replaced', 'bytes dropped', 'bytes added')
+    >>> output_edit(b"a .", b"a."), output_edit(b"a", b" a"), output_edit(b"a b", "a\u2581b".encode()), output_edit(b"ab", b"xy")
+    ('spaces differ', 'spaces differ', 'spaces differ', 'other bytes')
+
+    A space dropped, a space added and a space for another are one difference: the spaces
+    (a clean-up rule, a prefix space, an escaped space), which one rule of the port decides.
+    """
+    r, p = differing_parts(ref, port)
+    try:
+        r.decode("utf-8")
+    except UnicodeDecodeError:
+        if "\ufffd".encode() in p:
+            return "invalid UTF-8 replaced"
+    if _unspaced(r) == _unspaced(p):
+        return "spaces differ"
+    if not p:
+        return "bytes dropped"
+    if not r:
+        return "bytes added"
+    return "other bytes"
+
+
+def _unspaced(data: bytes) -> bytes:
+    return data.replace("\u2581".encode(), b"").translate(None, b" \t\r\n")
+
+
+#: What llama.cpp emitted at an encode divergence when that is the text's content (not a
+#: wrapper token, a special, a byte or unknown token): the kinds a token further on may overrule.
+CONTENT_KINDS = ("same text, other tokens", "other text", "whitespace", "newline")
+
+
 #: Piece edits that are one defect whatever the token's kind (a lossy UTF-8 round trip, a
 #: stripped space): their signature names no kind, so byte and normal tokens are one cause.
 KIND_FREE_EDITS = ("invalid UTF-8 replaced", "leading space dropped", "leading space added", "byte as its text")
+#: Of those, the edits of how a piece is rendered, not of what the token's text is.
+RENDERING_EDITS = ("invalid UTF-8 replaced", "leading space dropped", "leading space added")
 
 
 def piece_signature(edit: str, kind: str) -> tuple:

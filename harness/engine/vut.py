@@ -188,18 +188,21 @@ class VocabUnderTest:
         and the localised edit only, never the class of the character where the bytes part
         (that split one defect once per character class).
 
-        encode, golden, known, crosscheck: a special, unknown or byte token at the first
-        divergent index whose text the port has wrong (its own piece differs) is attributed to
-        that piece, as decode is; else the reference token there: ``added special`` (what add_special put around the text), ``special``,
+        encode, golden, known, crosscheck: a special, unknown or byte token in the divergent
+        span (from the first divergent index to the common tail, :func:`signature.divergent_span`)
+        whose text the port has wrong (its own piece differs) is attributed to that piece, as
+        decode is; else the reference token there: ``added special`` (what add_special put around the text), ``special``,
         ``byte token``, ``unknown token``, ``whitespace`` or ``newline``, else whether the
         port's tokens spell the same text (``same text, other tokens``) or not (``other
         text``); where the port adds tokens, the position.
         piece: the edit from llama.cpp's piece to the port's (:func:`signature.piece_edit`)
         and the token's kind.
         decode: attributed to the token whose piece holds the first divergent byte: where the
-        port's own piece of that token differs from llama.cpp's, the decode divergence is that
-        piece's (the piece signature, so it is one cause with the piece findings); else the
-        edit, the token's kind and whether it is the output's first token.
+        port's own piece of that token, or of a special, unknown or byte token among the ids,
+        differs from llama.cpp's, the decode divergence is that piece's (the piece signature,
+        so it is one cause with the piece findings); else the edit there and the edit from
+        llama.cpp's output to the port's where they differ (:func:`signature.output_edit`:
+        invalid UTF-8 replaced, a space dropped, bytes added, ...), not the kind of token there.
         """
         d, family = f.divergence, sig.FAMILY[f.check]
         if f.check in ("piece", "decode"):
@@ -208,30 +211,64 @@ class VocabUnderTest:
             return sig.piece_signature(sig.piece_edit(ref, port), self.token_kind(f.decoded_ids[0]))
         if f.check == "decode":
             edit = sig.byte_edit(ref, port, d.index)
-            if d.index >= len(ref):
-                return (family, edit, "end")
             special = bool(f.unparse_special)
+            if d.index >= len(ref):  # the port adds bytes past llama.cpp's end: a token it renders
+                return self._vocab_defect(f.decoded_ids, (special,)) or (family, edit, sig.output_edit(ref, port))
             at = self._token_at(f.decoded_ids, d.index, special)
+            # a token before the first divergent byte whose piece llama.cpp leaves empty (a
+            # control token without special) and the port renders is where the bytes part
+            upto = f.decoded_ids[:f.decoded_ids.index(at)] if at in f.decoded_ids else ()
+            wrong = self._vocab_defect(upto, (special,), empty_only=True)
+            if wrong is not None:
+                return wrong
             kind = self.token_kind(at)
             own = self._own_piece(at, special)
             mine = self.reference.token_to_piece(at, special=special) if kind != "out-of-range" else None
             if own is not None and mine is not None and own != mine:
                 return sig.piece_signature(sig.piece_edit(mine, own), kind)
-            return (family, edit, f"{kind} token, " + ("start" if d.index == 0 else "inside"))
+            # llama.cpp's piece of a control token may be empty: the first divergent byte is
+            # then the next token's, and the token the port has wrong is elsewhere in the ids
+            wrong = self._vocab_defect(f.decoded_ids, (special,))
+            if wrong is not None:
+                return wrong
+            return (family, edit, sig.output_edit(ref, port))
         ref, i = d.reference_ids, d.index
         edit = sig.token_edit(ref, d.port_ids, i)
         if edit == "adds":
             return (family, edit, "start" if i == 0 else "end" if i >= len(ref) else "inside")
-        kind = self.token_kind(ref[i])
-        if kind in ("control", "user_defined", "unknown", "byte", "unused"):
-            # a token the port has another text or type for: the encode divergence is that
-            # token's piece (special=False shows a type the port has wrong: llama.cpp's
-            # control piece is empty there, a port that calls it normal prints its text)
-            for special in (True, False):
-                own, mine = self._own_piece(ref[i], special), self.reference.token_to_piece(ref[i], special=special)
-                if own is not None and own != mine:
-                    return sig.piece_signature(sig.piece_edit(mine, own), kind)
-        return (family, edit, self._emitted(f, i))
+        span = sig.divergent_span(ref, d.port_ids, i)
+        wrong = self._vocab_defect(span, (True, False))
+        if wrong is not None:
+            return wrong
+        what = self._emitted(f, i)
+        if what in sig.CONTENT_KINDS and any(
+                self.token_kind(t) in ("control", "user_defined") and t not in d.port_ids[i:] for t in span):
+            # a special token llama.cpp cut out of the text, a few ids on, that the port did not:
+            # the divergence is that token's, whatever llama.cpp emitted first ('>' of '></s>')
+            what = "special"
+        return (family, edit, what)
+
+    def _vocab_defect(self, ids, specials: tuple[bool, ...], empty_only: bool = False) -> tuple | None:
+        """The piece signature of the first of ``ids`` whose kind is a vocabulary's own
+        (control, user-defined, unknown, byte, unused) and whose piece the port has wrong: the
+        divergence is that token's text or type, one defect with the piece findings.
+        special=False shows a type the port has wrong: llama.cpp's control piece is empty
+        there, a port that calls the token normal prints its text. ``empty_only``: only tokens
+        whose llama.cpp piece is empty (before the first divergent byte, nothing else can part)."""
+        for id in ids:
+            kind = self.token_kind(id)
+            if kind not in ("control", "user_defined", "unknown", "byte", "unused"):
+                continue
+            for special in specials:
+                own, mine = self._own_piece(id, special), self.reference.token_to_piece(id, special=special)
+                if empty_only and mine:
+                    continue
+                edit = sig.piece_edit(mine, own) if own is not None and own != mine else None
+                # a lossy or space-stripping rendering of a piece is no defect of the token's
+                # text: it explains a divergence only where the bytes part (above), not here
+                if edit is not None and edit not in sig.RENDERING_EDITS:
+                    return sig.piece_signature(edit, kind)
+        return None
 
     def _own_piece(self, id: int, special: bool) -> bytes | None:
         """The port's own piece of ``id`` (memoised), or None where it gives none."""

@@ -30,6 +30,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from harness.reports.finding import BYTE_CHECKS, Finding
+from harness.tokenizer import unicode as U
 
 
 @dataclass
@@ -91,7 +92,6 @@ _WHAT = {"added special": "a token add_special adds", "special": "a special toke
 _WHERE = {"start": "at the start", "inside": "inside the text", "end": "at the end"}
 _ENCODE_WHAT = {"same text, other tokens": "the port splits the same text into other tokens",
                 "other text": "the port's tokens spell another text than llama.cpp's"}
-_EDIT = {"adds": "adds characters", "drops": "drops characters", "replaces": "has other bytes"}
 
 
 #: Unicode major general categories, as a title names them.
@@ -101,16 +101,34 @@ _MAJOR = {"L": "letter", "M": "mark", "N": "number", "P": "punctuation", "S": "s
 
 def trigger_classes(triggers) -> str:
     """The class of a cause's triggers: ``compat`` when every one has a compatibility
-    decomposition (NFKC changes it: Ⅶ, ①, ｋ, ˘, a defect of normalisation whatever the
-    category), else their major general categories, e.g. ``'P'`` or ``'L+N'``.
+    decomposition (NFKC changes it and NFC does not: Ⅶ, ①, ｋ, ˘, a defect of normalisation
+    whatever the category), else their major general categories in llama.cpp's tables
+    (:func:`major_class`), e.g. ``'P'`` or ``'L+N'``. U+037E, a canonical singleton (NFC
+    changes it too), is punctuation: ``trigger_classes(["\\u037e"]) == 'P'``.
 
     >>> trigger_classes(["\\u066a", "\\u2019"]), trigger_classes(["\\u0416", "7"]), trigger_classes(["\\u2166", "\\uff4b"])
     ('P', 'L+N', 'compat')
     """
     chars = [c for c in triggers if len(c) == 1]
-    if chars and all(unicodedata.normalize("NFKC", c) != c for c in chars):
+    if chars and all(unicodedata.normalize("NFKC", c) != unicodedata.normalize("NFC", c) for c in chars):
         return "compat"
-    return "+".join(sorted({unicodedata.category(c)[0] for c in chars}))
+    return "+".join(sorted({major_class(c) for c in chars}))
+
+
+#: llama.cpp's category flags (src/unicode.h) -> the major general category a title names.
+_FLAG_MAJOR = ((U.LETTER, "L"), (U.NUMBER, "N"), (U.ACCENT_MARK, "M"), (U.PUNCTUATION, "P"),
+               (U.SYMBOL, "S"), (U.SEPARATOR, "Z"), (U.CONTROL, "C"), (U.UNDEFINED, "C"))
+
+
+def major_class(c: str) -> str:
+    """A code point's major category in llama.cpp's own Unicode 15.1 tables (not Python's
+    unicodedata, which is older: U+11B00 is punctuation there, unassigned here).
+
+    >>> major_class("\\U00011b00"), major_class("a"), major_class("\\u037e")
+    ('P', 'L', 'P')
+    """
+    flags = U.cpt_flags(ord(c))
+    return next((name for bit, name in _FLAG_MAJOR if flags & bit), "C")
 
 
 def triggered_title(family: str, classes: str, triggers: list[str]) -> str:
@@ -176,7 +194,8 @@ def unexplained_key(signature: tuple, triggers=(), pre_type: str | None = None) 
     algorithm's code (WPM's punctuation, UGM's charsmap, a BPE regex), so the same class on
     vocabs of other pre types is another defect.
     """
-    if triggers and signature[:1] == ("encode",) and signature[2:] and signature[2] in _CONTENT and trigger_classes(triggers):
+    content = signature[:1] == ("encode",) and signature[2:] and signature[2] in _CONTENT
+    if triggers and content and trigger_classes(triggers):
         return ("unexplained", "encode", "triggered", trigger_classes(triggers), pre_type or "")
     if len(signature) == 3 and signature[1] == "adds" and signature[2] in ("start", "inside", "end"):
         return ("unexplained", signature[0], "adds tokens")  # where depends on the text, not the defect
@@ -191,8 +210,8 @@ def unexplained_title(signature: tuple) -> str:
 
     >>> unexplained_title(("piece", "leading space dropped", "normal token"))
     "unexplained (piece, decode): the port's piece of normal tokens: leading space dropped"
-    >>> unexplained_title(("decode", "drops", "control token, start"))
-    'unexplained (decode): the port drops characters where a control token starts the output'
+    >>> unexplained_title(("decode", "drops", "bytes dropped"))
+    "unexplained (decode): the port's output, where it parts from llama.cpp's: bytes dropped"
     >>> unexplained_title(("encode", "adds", "start"))
     'unexplained (encode): the port adds tokens at the start'
     >>> unexplained_title(("encode", "replaces", "same text, other tokens"))
@@ -208,12 +227,7 @@ def unexplained_title(signature: tuple) -> str:
     if family == "piece":
         return f"unexplained (piece, decode): the port's piece of {what.replace(' token', ' tokens')}: {edit}"
     if family == "decode":
-        kind, _, where = what.partition(", ")
-        if what == "end":
-            return f"unexplained (decode): the port {_EDIT.get(edit, edit)} past the end of llama.cpp's output"
-        spot = f"where {'an' if kind[0] in 'aeiou' else 'a'} {kind} " + (
-            "starts the output" if where == "start" else "is inside the output")
-        return f"unexplained (decode): the port {_EDIT.get(edit, edit)} {spot}"
+        return f"unexplained (decode): the port's output, where it parts from llama.cpp's: {what}"
     if what in _ENCODE_WHAT:
         return f"unexplained ({family}): {_ENCODE_WHAT[what]}"
     thing = _WHAT.get(what, f"a token starting with a {what}")

@@ -1,19 +1,25 @@
-"""The cells of a run: one per vocab, check and flag combination, and their one outcome.
+"""The cells of a run: one per vocab, check and flag combination, and their outcomes.
 
-A cell's outcome is decided here and nowhere else (:func:`cell_outcome`): the engine's
-tallies, the JSON, the table, the HTML, the JUnit properties and the exit code all ask
-this function.
+A cell's outcomes are decided here and nowhere else (:func:`cell_outcomes`): the engine's
+tallies, the JSON, the table, the HTML, the JUnit properties, the exit code and the
+scoreboard all ask this function.
 
-Outcomes, worst first: ``divergence`` (the port disagrees with llama.cpp), ``port error``
-(it crashed, hung or answered garbage), ``error`` (the check itself raised: the cases
-checked before it are kept), then, where no case ran, ``unsupported`` (the port declared
-it cannot express this) or ``not checked``; ``partial`` (some cases ran, others were
-unsupported or not checked); ``pass``. Only ``pass`` is clean (:func:`incomplete`).
+A cell keeps every outcome that happened in it, worst first, in the exit code's order
+(3, 2, 1, 4): ``error`` (the check itself raised: the cases checked before it are kept),
+``port error`` (the port crashed, hung or answered garbage), ``divergence`` (the port
+disagrees with llama.cpp), then how complete it is: where no case ran, ``unsupported`` (the
+port declared it cannot express this) or ``not checked``; ``partial`` (some cases ran,
+others were unsupported or not checked). A cell where nothing of this happened is
+``pass``, the only clean outcome (:func:`incomplete`). The first is the cell's
+``outcome`` (:func:`cell_outcome`); a check that diverged and then raised is
+``error + divergence``, never just one of them.
 
->>> cell_outcome({"cases": 5, "unsupported": 1})
-'partial'
->>> cell_outcome({"cases": 50, "errors": 1})
-'error'
+>>> cell_outcomes({"cases": 5, "unsupported": 1})
+('partial',)
+>>> cell_outcomes({"cases": 50, "divergent": 3, "errors": 1, "not_checked": 150})
+('error', 'divergence', 'partial')
+>>> cell_outcome({"cases": 50, "divergent": 3, "port_errors": 1})
+'port error'
 """
 
 from __future__ import annotations
@@ -27,7 +33,8 @@ CHECK_COLUMNS = ("golden", "known", "encode", "decode", "piece")
 #: never touch the port, so their cells are reported apart, never among the port's.
 REFERENCE_CHECKS = ("crosscheck",)
 FLAG_ROWS = LABELS
-OUTCOMES = ("pass", "divergence", "port error", "error", "unsupported", "partial", "not checked")
+#: Every outcome, worst first (the exit code's order: 3, 2, 1, then 4, then clean).
+OUTCOMES = ("error", "port error", "divergence", "unsupported", "partial", "not checked", "pass")
 LEGEND = ("cells: cases/distinct divergences; !N root port errors; uN unsupported cases; "
           "~N not checked (port down or check stopped); +N capped: divergent cases beyond the cap of "
           "distinct divergences; 'error': the check raised (cases before it kept); "
@@ -49,52 +56,79 @@ def merge_cells(cells: Iterable[Mapping]) -> dict[tuple[str, str, str], dict]:
         key = (c["vocab"], c["flags"], c["check"])
         cur = out.setdefault(key, {"vocab": c["vocab"], "flags": c["flags"], "check": c["check"]})
         for k, v in c.items():
-            if isinstance(v, bool) or k in ("vocab", "flags", "check", "outcome"):
+            if isinstance(v, bool) or k in ("vocab", "flags", "check", "outcome", "outcomes"):
                 continue
             if isinstance(v, (int, float)):
                 cur[k] = cur.get(k, 0) + v
             elif k in _TEXT_FIELDS and v and not cur.get(k):
                 cur[k] = v
     for cur in out.values():
-        cur["outcome"] = cell_outcome(cur)
+        cur["outcomes"] = list(cell_outcomes(cur))
+        cur["outcome"] = cur["outcomes"][0]
     return out
 
 
-def cell_outcome(c: Mapping) -> str:
-    """divergence > port error > error > (no case ran: unsupported | not checked) > partial > pass.
+#: What a cell can have had, worst first (the exit code's order): the count that says so.
+_HAPPENED = (("error", ("errors",)), ("port error", ("port_errors",)), ("divergence", ("divergences", "divergent")))
 
-    >>> cell_outcome({"cases": 0, "unsupported": 3})
-    'unsupported'
-    """
-    if c.get("divergences") or c.get("divergent"):
-        return "divergence"
-    if c.get("port_errors"):
-        return "port error"
-    if c.get("errors"):
-        return "error"
-    if not c.get("cases"):
-        return "unsupported" if c.get("unsupported") or c.get("unsupported_reason") else "not checked"
-    if c.get("unsupported") or c.get("not_checked"):
+
+def _completeness(cells: tuple[Mapping, ...]) -> str:
+    """pass, partial, or (no case ran) unsupported | not checked: how much of these cells ran."""
+    ran = [c for c in cells if c.get("cases")]
+    if not ran:
+        declared = cells and all(c.get("unsupported") or c.get("unsupported_reason") for c in cells)
+        return "unsupported" if declared else "not checked"
+    if len(ran) < len(cells) or any(c.get("unsupported") or c.get("not_checked") for c in cells):
         return "partial"
     return "pass"
 
 
+def cell_outcomes(*cells: Mapping) -> tuple[str, ...]:
+    """Every outcome that happened in these cells' counts, worst first (see the module
+    docstring); several cells (a check's flag combinations) read as one.
+
+    >>> cell_outcomes({"cases": 0, "unsupported": 3}), cell_outcomes({"cases": 9, "divergent": 2})
+    (('unsupported',), ('divergence',))
+    >>> cell_outcomes({"cases": 0, "port_errors": 1}), cell_outcomes({"cases": 2}, {"cases": 0, "unsupported": 1})
+    (('port error', 'not checked'), ('partial',))
+    """
+    worse = [name for name, keys in _HAPPENED if any(c.get(k) for c in cells for k in keys)]
+    rest = _completeness(cells)
+    return tuple(worse + [rest]) if rest != "pass" or not worse else tuple(worse)
+
+
+def cell_outcome(*cells: Mapping) -> str:
+    """The worst of :func:`cell_outcomes`: the cell's ``outcome`` in the JSON, its colour in the HTML.
+
+    >>> cell_outcome({"cases": 50, "divergent": 1, "errors": 1}), cell_outcome({"cases": 3})
+    ('error', 'pass')
+    """
+    return cell_outcomes(*cells)[0]
+
+
+def outcome_label(c: Mapping) -> str:
+    """Every outcome of a cell in one word, as the totals and the HTML show it.
+
+    >>> outcome_label({"cases": 50, "divergent": 1, "errors": 1})
+    'error + divergence'
+    """
+    return " + ".join(cell_outcomes(c))
+
+
 def incomplete(c: Mapping, allow_unsupported: bool = False) -> bool:
-    """Whether a cell keeps a run from being clean although nothing diverged: it is
-    unsupported, partial, not checked or error. With ``allow_unsupported`` cases the port
-    declared it cannot express pass; cases not checked and errors never do.
+    """Whether a cell keeps a run from being clean by what it left out: it errored, or some
+    of it is unsupported or not checked. With ``allow_unsupported`` cases the port declared
+    it cannot express pass; cases not checked and errors never do.
 
     >>> incomplete({"cases": 5, "unsupported": 2}), incomplete({"cases": 5, "unsupported": 2}, True)
     (True, False)
     >>> incomplete({"cases": 5, "unsupported": 2, "not_checked": 1}, True)
     True
     """
-    outcome = cell_outcome(c)
-    if outcome in ("pass", "divergence", "port error"):
-        return False
-    if allow_unsupported and outcome in ("unsupported", "partial"):
-        return bool(c.get("not_checked"))
-    return True
+    kinds = set(cell_outcomes(c))
+    if "error" in kinds or "not checked" in kinds or c.get("not_checked"):
+        return True
+    return bool(kinds & {"unsupported", "partial"}) and not allow_unsupported
 
 
 def cell_text(c: Mapping | None) -> str:
@@ -104,13 +138,16 @@ def cell_text(c: Mapping | None) -> str:
     ('9/2 !1', 'not checked')
     >>> cell_text({"cases": 50, "errors": 1, "not_checked": 150}), cell_text({"cases": 9, "divergences": 20, "capped": 4})
     ('50/0 ~150 error', '9/20 +4 capped')
+    >>> cell_text({"cases": 0, "errors": 1, "port_errors": 1})
+    'error + port error !1'
     """
     if c is None:
         return "-"
-    outcome = cell_outcome(c)
     if not c.get("cases"):
-        text = {"port error": f"port error !{c.get('port_errors', 0)}"}.get(outcome, outcome)
-        return text + (" +error" if c.get("errors") and outcome != "error" else "")
+        kinds = cell_outcomes(c)
+        worse = [f"port error !{c['port_errors']}" if k == "port error" else k for k in kinds
+                 if k in ("error", "port error")]
+        return " + ".join(worse) or kinds[0]
     text = f"{c['cases']}/{c.get('divergences', 0)}"
     for key, mark in (("port_errors", "!"), ("unsupported", "u"), ("not_checked", "~")):
         if c.get(key):

@@ -6,10 +6,10 @@ total row (:data:`COLUMNS`), then per port which cause went to which bug, so a p
 check the assignment.
 
 >>> row = {"port": "toy", "true_bugs": 2, "bugs_found": 1, "causes": 3, "causes_per_found_bug": 2.0,
-...        "named_correctly": 1, "wrong_diagnoses": 0, "unexplained": 1, "unmatched": 1, "mixed": 0,
-...        "wall_s": 12.5}
+...        "named_correctly": 1, "named_or_characterised": 1, "wrong_diagnoses": 0, "unexplained": 1,
+...        "uncharacterised": 0, "unmatched": 1, "mixed": 0, "wall_s": 12.5}
 >>> table_row(row)
-'| toy | 2 | 1 | 3 | 2.0 | 1 | 0 | 1 | 1 | 0 | – | 12.5 |'
+'| toy | 2 | 1 | 3 | 2.0 | 1 | 1 | 0 | 1 | 0 | 1 | 0 | – | 12.5 |'
 """
 
 from __future__ import annotations
@@ -24,7 +24,9 @@ README_END = "<!-- diagnosis-bench:end -->"
 #: The table's columns: (row key, header).
 COLUMNS = (("port", "port"), ("true_bugs", "true bugs"), ("bugs_found", "bugs found"), ("causes", "causes"),
            ("causes_per_found_bug", "causes per found bug"), ("named_correctly", "bugs named correctly"),
+           ("named_or_characterised", "bugs named or set characterised"),
            ("wrong_diagnoses", "wrong diagnoses"), ("unexplained", "unexplained causes"),
+           ("uncharacterised", "of them uncharacterised"),
            ("unmatched", "unmatched causes"), ("mixed", "mixed causes"),
            ("adapter_causes", "adapter causes"), ("wall_s", "wall s"))
 
@@ -67,7 +69,8 @@ def _cause_line(a: dict) -> str:
     title = a.get("title") or ""
     title = title if len(title) <= 110 else title[:107] + "..."
     bug = a["bug"] or (f"adapter: {a['adapter']}" if a.get("adapter") else "(none)")
-    return (f"| {a['cause']} | {bug} | {a['diagnosis'] or '(none)'} | {a['verdict']}{mixed} | "
+    kind = (", names its bug's set" if a.get("names_set") else ", characterised" if a.get("characterised") else "")
+    return (f"| {a['cause']} | {bug} | {a['diagnosis'] or '(none)'} | {a['verdict']}{kind}{mixed} | "
             f"{a.get('cases', 0)} | {title.replace('|', '/')} |")
 
 
@@ -77,7 +80,8 @@ def port_section(row: dict) -> list[str]:
     if row.get("failure"):
         out += [f"Not scored: {row['failure']}", ""]
     for b in row.get("bugs", []):
-        named = "named correctly" if b["named"] else ("not named" if b["causes"] else "not found")
+        named = ("named correctly" if b["named"] else "set characterised" if b.get("characterised")
+                 else "not named" if b["causes"] else "not found")
         out.append(f"- `{b['id']}`: {', '.join(b['causes']) or 'no cause'} ({named}; right diagnoses: "
                    f"{', '.join(b['diagnoses']) or 'none, only unexplained'})")
     if row.get("assignment"):
@@ -92,7 +96,10 @@ def markdown(bench: dict) -> str:
     lines += ["Each cause goes to the first labelled bug (tests/data/port-bugs/<port>.json) whose `match` holds "
               "on its minimal example; a cause whose findings match two bugs is mixed. Verdicts: `right` (the "
               "diagnosis is one of the bug's), `wrong` (a diagnosis not the bug's, or on no bug), `unexplained` "
-              "(no diagnosis).", ""]
+              "(no diagnosis). An unexplained cause is *characterised* when it names a set: the code points its "
+              "encode cases diverge on by themselves, or the tokens its piece cases touch; it names its bug's "
+              "set when every one of them is in the set the bug's `match` names (`text`, `ids`, `id_range`, "
+              "`token_types`).", ""]
     for row in bench["ports"]:
         lines += port_section(row)
     return "\n".join(lines)

@@ -2,10 +2,13 @@
 
 - a header with the run: pin, port command, profile, Hypothesis seed, start, wall time, host;
 - a vocab x (check, flags) grid coloured by outcome (pass, divergence, port error, error,
-  unsupported, partial, not checked), each cell linking to its findings, port error or
+  unsupported, partial, not checked; a cell with several, such as one that diverged and
+  then raised, in each of their colours), each cell linking to its findings, port error and
   error (the cap of distinct divergences shows as ``+N capped``);
 - checks that raised (``error`` cells): the exception's last line and where it was raised;
-- port errors, each root cause once;
+- port errors, each root cause once (messages alike but for numbers, ids and quoted text are one
+  root: its count of variants and the first few shown);
+- length scaling: every run the encode check timed, slow ones (a warning) first;
 - the reference's own checks (llama-tokenize against libllama), in a section of their own;
 - one section per cause (harness.reports.causes): its title, diagnosis, rule, where it
   shows and its cases, its smallest example, its other findings folded under it; each
@@ -25,10 +28,11 @@ import html
 from typing import Mapping
 
 from harness.reports.causes import group_causes
-from harness.reports.cells import CHECK_COLUMNS, FLAG_ROWS, LEGEND, cell_text
+from harness.reports.cells import CHECK_COLUMNS, FLAG_ROWS, LEGEND, cell_outcomes, cell_text, outcome_label
 from harness.reports.escape import py_literal, render_token
 from harness.reports.finding import BYTE_CHECKS, Finding
-from harness.reports.render import flag_words, window_rows
+from harness.reports.render import flag_words, variants_text, window_rows
+from harness.reports.scaling import html_section as scaling_section
 
 e = html.escape
 COLOURS = {"pass": "#cfc", "divergence": "#f99", "port error": "#fc6", "error": "#d9f",
@@ -80,19 +84,34 @@ def _grid(cells: list[Mapping], columns=CHECK_COLUMNS) -> str:
                 if c is None:
                     tds.append("<td class='c'>-</td>")
                     continue
-                colour = COLOURS.get(c["outcome"], "#fff")
-                text = e(cell_text(c))
-                if c["outcome"] == "divergence":
-                    text = f"<a href='#{anchor(vocab, check, flags)}'>{text}</a>"
-                elif c["outcome"] == "port error":
-                    text = f"<a href='#e-{e(vocab)}'>{text}</a>"
-                elif c["outcome"] == "error":
-                    text = f"<a href='#x-{e(anchor(vocab, check, flags))}'>{text}</a>"
-                tds.append(f"<td class='c' style='background:{colour}' title='{e(c['outcome'])}'>{text}</td>")
+                tds.append(_grid_cell(c))
         rows.append(f"<tr><th>{e(vocab)}</th>{''.join(tds)}</tr>")
     legend = "".join(f"<span style='background:{c}'>{e(k)}</span>" for k, c in COLOURS.items())
     return (f"<p class='legend'>{legend}</p><p><small>{e(LEGEND)}</small></p>"
             f"<table>{head1}</tr>{head2}{''.join(rows)}</table>")
+
+
+def _grid_cell(c: Mapping) -> str:
+    """One cell of the grid: coloured by each of its outcomes (a cell that diverged and
+    raised is both colours), its text linking to where its worst outcome is told, and a
+    link for each other one.
+
+    >>> _grid_cell({"vocab": "v", "check": "encode", "flags": "plain", "cases": 5, "divergences": 1, "errors": 1})
+    "<td class='c' style='background:linear-gradient(90deg,#d9f 0% 50%,#f99 50% 100%)' title='error + divergence'><a href='#x-f-v-encode-plain'>5/1 error</a> <a href='#f-v-encode-plain'>+divergence</a></td>"
+    """
+    vocab, check, flags = c["vocab"], c["check"], c["flags"]
+    targets = {"divergence": f"#{anchor(vocab, check, flags)}", "port error": f"#e-{vocab}",
+               "error": f"#x-{anchor(vocab, check, flags)}"}
+    kinds = cell_outcomes(c)
+    shown = [k for k in kinds if k in targets] or kinds[:1]
+    n = len(shown)
+    background = COLOURS.get(shown[0], "#fff") if n == 1 else "linear-gradient(90deg," + ",".join(
+        f"{COLOURS[k]} {100 * i // n}% {100 * (i + 1) // n}%" for i, k in enumerate(shown)) + ")"
+    text = e(cell_text(c))
+    if shown[0] in targets:
+        text = f"<a href='{e(targets[shown[0]])}'>{text}</a>"
+    text += "".join(f" <a href='{e(targets[k])}'>+{e(k)}</a>" for k in shown[1:])
+    return f"<td class='c' style='background:{background}' title='{e(outcome_label(c))}'>{text}</td>"
 
 
 _VISIBLE = {" ": "\u00b7", "\n": "\u21b5", "\t": "\u2192", "\r": "\u240d"}
@@ -191,7 +210,8 @@ def html_page(report: Mapping, findings: list[Finding], reference_findings: list
     status = (f"{totals.get('causes', 0)} cause(s) in {totals.get('divergent_cases', 0)} divergent case(s), "
               f"{totals.get('port_errors', 0)} port error(s), {totals.get('errors', 0)} error(s), "
               f"{totals.get('unsupported_cases', 0)} unsupported case(s), "
-              f"{totals.get('not_checked_cases', 0)} not checked, {totals.get('capped_cases', 0)} capped")
+              f"{totals.get('not_checked_cases', 0)} not checked, {totals.get('capped_cases', 0)} capped"
+              + (f", {totals['slow_runs']} slow run(s) (length scaling)" if totals.get("slow_runs") else ""))
     return (f"<!doctype html><html lang='en'><meta charset='utf-8'><title>llama.cpp tokenizer conformance"
             f"</title><style>{_CSS}</style><script>{_JS}</script>"
             f"<h1>llama.cpp tokenizer conformance</h1><p><b>{e(status)}</b></p>"
@@ -199,6 +219,7 @@ def html_page(report: Mapping, findings: list[Finding], reference_findings: list
             + (f"<h2>Errors: checks that raised</h2>{crashed}" if crashed else "")
             + (f"<h2>Port errors</h2>{errors}" if errors else "")
             + (f"<h2>Causes</h2>{_causes(findings)}" if findings else "")
+            + scaling_section(report.get("scaling", []))
             + _reference_section(report.get("reference_checks") or {}, list(reference_findings))
             + "</html>")
 
@@ -230,5 +251,8 @@ def _port_error(p: Mapping, anchored: bool) -> str:
     """One root port error; the first of its vocab carries the anchor the grid links to."""
     ident = f" id='e-{e(p['vocab'])}'" if anchored else ""
     tests = e(", ".join(p.get("tests", [])))
+    variants = variants_text(p)
     return (f"<div class='finding'{ident}><b>port error: {e(p['vocab'])}</b> "
-            f"({p.get('cases', 0)} case(s); tests: {tests})<pre>{e(p['message'])}</pre></div>")
+            f"({p.get('cases', 0)} case(s); tests: {tests})"
+            + (f"<p class='variants'>{e(variants)}</p>" if variants else "")
+            + f"<pre>{e(p['message'])}</pre></div>")

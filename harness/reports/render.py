@@ -111,3 +111,22 @@ def finding_line(f: Finding) -> str:
         port = d.port_ids[d.index] if d.index < len(d.port_ids) else "(end)"
         at, subject = f"token {d.index}: llama.cpp {ref}, port {port}", py_literal(f.text)
     return f"[{f.check}] {f.vocab} {f.flags}: {subject} ({f.cases} case{'s' * (f.cases != 1)}) at {at}"
+
+
+#: Variants of a root port error shown in the terminal and the HTML (all are in the JSON).
+VARIANTS_SHOWN = 3
+
+
+def variants_text(err: Mapping) -> str:
+    """A root port error's variants (its distinct messages, harness.errors.root_shape), in one
+    line: their count, the shape and the first few; empty for a root of one message.
+
+    >>> print(variants_text({"shape": "token <n> refused", "variant_count": 36,
+    ...                      "variants": ["token 151643 refused", "token 151644 refused"]}))
+    36 variants of 'token <n> refused': token 151643 refused | token 151644 refused | ...
+    """
+    count, shown = err.get("variant_count", 1), err.get("variants", [])[:VARIANTS_SHOWN]
+    if count < 2:
+        return ""
+    return (f"{count} variants of {err.get('shape', '')!r}: " + " | ".join(shown)
+            + (" | ..." if count > len(shown) else ""))

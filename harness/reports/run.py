@@ -19,7 +19,8 @@ JSON schema of ``conformance.json`` (version 3)::
      "totals": {"cases", "causes", "divergences", "divergent_cases", "port_errors", "errors",
                 "unsupported_cases", "not_checked_cases", "capped_cases", "unattributed_cases", "restarts", "port_deaths", "port_deaths_by_kind",
                 "diagnosis_seconds": {"shrink", "diagnose", "predict", "characterise"},   # worker seconds
-                "replayed_inputs", "replayed_findings", "cells_by_outcome": {outcome: int}},
+                "replayed_inputs", "replayed_findings", "scaling_runs", "slow_runs",
+                "cells_by_outcome": {outcome: int}},   # by all of a cell's outcomes: "error + divergence"
      "causes": [                 # the unit of the report: one per bug (harness/reports/causes.py)
         {"id": "C1", "title": str,                # the rule the port breaks, or "unexplained: ..."
          "diagnosis": str|null,                   # the catalogue variant that explains it
@@ -41,15 +42,29 @@ JSON schema of ``conformance.json`` (version 3)::
          "unattributed": int,    # divergent cases no cause took within the count budgets
          "diagnosis_seconds": {"shrink", "diagnose", "predict", "characterise"},  # wall s in this test
          "restarts": int, "deaths": int, "seconds": float,
+         "scaling_runs": int, "slow": int,   # encode cells that timed runs: how many, how many slow
          "unsupported_reason": str, "error": str, "error_at": str,
-         "outcome": "pass"|"divergence"|"port error"|"error"|"unsupported"|"partial"|"not checked"}],
+         "outcome": "error"|"port error"|"divergence"|"unsupported"|"partial"|"not checked"|"pass",  # the worst
+         "outcomes": [str]}],    # every outcome of the cell, worst first (harness/reports/cells.py)
      "divergences": [...],       # one per finding, shrunk: Finding.to_json, with its "cause" id
      "errors": [{"vocab", "check", "flags", "test", "error", "error_at", "cases"}],  # checks that raised
      "port_errors": [{"vocab": str, "check": str, "flags": str,   # the first cell it hit
-                      "message": str, "stderr": str, "cases": int,
-                      "fatal": bool, "tests": [str]}],       # one per root cause
-     "restarts": [{"vocab": str, "test": str, "note": str}],  # "restart N (Q/3 quick) after A answer(s): why"
+                      "message": str, "stderr": str, "cases": int,  # its first message
+                      "fatal": bool, "tests": [str],       # one per root cause and vocab:
+                      "shape": str,                        # messages alike but for numbers, ids, quotes
+                      "variants": [str],                   # its distinct messages (the first 50)
+                      "variant_count": int}],              # how many there were
+     "restarts": [{"vocab": str, "test": str, "note": str}],  # "restart N (Q/3 quick in a row) after A answer(s): why"
      "port_deaths": [{"vocab": str, "test": str, "note": str}],  # "<crashed|hung|...> after A answer(s): why"
+     "scaling": [                # each run the encode check timed (harness/reports/scaling.py)
+        {"vocab", "check", "flags", "test", "run": "repeat"|"word"|"whitespace"|"specials", "example",
+         "sizes": [int],                          # bytes
+         "port_s": [float], "reference_s": [float],   # the fastest call per size
+         "port_overhead_s", "reference_overhead_s",   # each side's time for a one-character text
+         "exponent", "reference_exponent",        # fitted: time grows as n^exponent
+         "slow": bool,                            # a warning: never changes an outcome or the exit code
+         "over_at": int|null, "factor", "superlinear", "margin", "repeats", "port",
+         "clock": "cpu"|"wall"}],          # CPU time of the port's processes (wall only without /proc)
      "reference_checks": {"cells": [...], "divergences": [...], "errors": [...],
                           "totals": {"cases", "divergences", "divergent_cases", "errors",
                                      "unsupported_cases", "cells_by_outcome"}},
@@ -85,11 +100,12 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from harness.errors import root_cause
+from harness.errors import VARIANTS_KEPT, root_cause, root_shape
 from harness.reports.causes import Cause, group_causes
-from harness.reports.cells import LEGEND, REFERENCE_CHECKS, cell_text, merge_cells, summary_table
+from harness.reports.cells import LEGEND, REFERENCE_CHECKS, cell_text, merge_cells, outcome_label, summary_table
 from harness.reports.finding import Finding
-from harness.reports.render import finding_line, text_block
+from harness.reports.render import finding_line, text_block, variants_text
+from harness.reports.scaling import Scaling, summary as scaling_summary
 
 SCHEMA = 3
 #: What the reference checks compare (their section's title).
@@ -110,9 +126,14 @@ def _summed(dicts) -> dict:
 
 
 def _by_outcome(cells) -> dict[str, int]:
+    """Cells counted by all their outcomes at once (:func:`~harness.reports.cells.outcome_label`).
+
+    >>> _by_outcome([{"vocab": "v", "flags": "plain", "check": "encode", "cases": 3, "divergent": 1, "errors": 1}])
+    {'error + divergence': 1}
+    """
     out: dict[str, int] = {}
     for c in merge_cells(cells).values():
-        out[c["outcome"]] = out.get(c["outcome"], 0) + 1
+        out[outcome_label(c)] = out.get(outcome_label(c), 0) + 1
     return out
 
 
@@ -169,6 +190,7 @@ class RunReport:
         self.wall_s: float | None = None  # a merged report's wall time (else the clock's)
         # derived vocab -> {"kind", "derived_from", "description", "sha256"} (harness/inputs/derived)
         self.derived: dict[str, dict] = {}
+        self.scaling: list[tuple[str, Scaling]] = []  # (test, run timed), in test order
 
     def add(self, data: dict, worker: str) -> None:
         """One test's tally, as its worker shipped it."""
@@ -190,19 +212,31 @@ class RunReport:
         if counts.get("errors"):
             self.errors.append(_error_entry(counts, data["test"]))
         for err in data["port_errors"]:
-            # One root cause counts once per vocab, however many tests and cases it hit.
-            key = (counts["vocab"], root_cause(err["message"]))
-            root = self.port_errors.setdefault(key, dict(err, vocab=counts["vocab"], check=counts["check"],
-                                                         flags=counts["flags"], cases=0, tests=[]))
-            root["cases"] += err.get("cases", 0)
-            root["tests"].append(data["test"])
+            self._port_error(err, counts, data["test"])
         self.restarts += [{"vocab": counts["vocab"], "test": data["test"], "note": n}
                           for n in data.get("restarts", [])]
         self.deaths += [{"vocab": counts["vocab"], "test": data["test"], "note": n}
                         for n in data.get("deaths", [])]
+        self.scaling = sorted(self.scaling + [(data["test"], Scaling.from_json(x)) for x in data.get("scaling", [])],
+                              key=lambda ts: (ts[0], ts[1].run))
         w = self.workers.setdefault(worker, {"cases": 0, "seconds": 0.0})
         w["cases"] += counts.get("cases", 0)
         w["seconds"] += counts.get("seconds", 0.0)
+
+    def _port_error(self, err: dict, counts: dict, test: str) -> None:
+        """One test's root port error into the run's: one root per vocab and shape
+        (:func:`harness.errors.root_shape`), however many tests, cases and variants it had.
+        A tally of an older run (no ``variants``) has its message as its one variant."""
+        shape = root_shape(err["message"])
+        root = self.port_errors.setdefault((counts["vocab"], shape), dict(
+            err, vocab=counts["vocab"], check=counts["check"], flags=counts["flags"], cases=0, tests=[],
+            shape=shape, variants=[], variant_count=0))
+        root["cases"] += err.get("cases", 0)
+        root["tests"].append(test)
+        mine = err.get("variants") or [root_cause(err["message"])]
+        root["variants"] += [v for v in mine if v not in root["variants"]][:VARIANTS_KEPT - len(root["variants"])]
+        # Exact unless a test kept fewer variants than it counted: then at least this many.
+        root["variant_count"] = max(len(root["variants"]), root["variant_count"], err.get("variant_count", 1))
 
     def causes(self) -> list[Cause]:
         """The run's causes (harness.reports.causes), most divergent cases first."""
@@ -226,6 +260,7 @@ class RunReport:
                 "port_deaths_by_kind": dict(sorted(Counter(d["note"].split(" after ")[0] for d in self.deaths).items())),
                 "replayed_inputs": sum(c.get("replayed", 0) for c in self.cells),
                 "replayed_findings": len(self.replay_only()),
+                "scaling_runs": len(self.scaling), "slow_runs": sum(s.slow for _, s in self.scaling),
                 "cells_by_outcome": _by_outcome(self.cells)}
 
     def reference_totals(self) -> dict:
@@ -306,9 +341,11 @@ class RunReport:
             out.append((f"-error: {err['vocab']} {err['check']} {err['flags']} (after {err['cases']} case(s))",
                         f"{err['error']}\n  at {err['error_at']}\n  test {err['test']}"))
         for err in self.port_errors.values():
+            variants = variants_text(err)
             out.append((f"-port error: {err['vocab']} ({err['cases']} case(s), {len(err['tests'])} test(s))",
-                        err["message"]))
+                        err["message"] + (f"\n  {variants}" if variants else "")))
         out += [(None, f"port restarted: {r['vocab']} in {r['test']}: {r['note']}") for r in self.restarts]
+        out += scaling_summary(s for _, s in self.scaling)
         out += [(None, line) for line in death_lines(self.deaths)]
         out += self._reference_summary()
         if t["replayed_inputs"]:
@@ -324,7 +361,7 @@ class RunReport:
                           f"unattributed (past the cases kept and examined per signature, or no cause left to give them), "
                           f"{t['restarts']} restart(s), {t['port_deaths']} time(s) the port went down"
                           + (f" ({', '.join(f'{k} {v}' for k, v in t['port_deaths_by_kind'].items())})"
-                             if t["port_deaths"] else "") + "; "
+                             if t["port_deaths"] else "") + f", {t['slow_runs']} slow run(s) (length scaling); "
                           f"cells: {', '.join(f'{v} {k}' for k, v in sorted(t['cells_by_outcome'].items()))}; "
                           f"reports in {report_dir}/"))
         spent = t["diagnosis_seconds"]
@@ -375,6 +412,7 @@ class RunReport:
                 "divergences": [f.to_json() | {"cause": cause_of[k]} for k, f in enumerate(self.findings)],
                 "errors": self.errors,
                 "port_errors": list(self.port_errors.values()), "restarts": self.restarts, "port_deaths": self.deaths,
+                "scaling": [s.to_json() | {"test": test} for test, s in self.scaling],
                 "cells": sorted(merged, key=order), "reference_checks": reference,
                 "vocabs": vocabs, "throughput": self.throughput(), "tallies": self.tallies}
 

@@ -40,7 +40,7 @@ from pathlib import Path
 
 from harness.errors import HarnessError
 from harness.reports.diagnosis_bench import json_text, markdown, readme_block, replace_block, table
-from harness.scoreboard.labels import Bug, Labels, TokenTypes, first_bug, load_labels
+from harness.scoreboard.labels import Bug, Labels, TokenTypes, characterised_set, first_bug, load_labels, names_set
 from harness.scoreboard.ports import Port, discover, select
 from harness.scoreboard.run import build_and_run, header
 from harness.scoreboard.summary import read_report
@@ -48,8 +48,8 @@ from harness.scoreboard.summary import read_report
 #: The seed of every run when $CONFORMANCE_SEED is not set.
 DEFAULT_SEED = 1
 #: The row's counts that add up in the total row.
-COUNTS = ("true_bugs", "bugs_found", "causes", "adapter_causes", "named_correctly", "wrong_diagnoses",
-          "unexplained", "unmatched", "mixed", "matched_causes")
+COUNTS = ("true_bugs", "bugs_found", "causes", "adapter_causes", "named_correctly", "named_or_characterised",
+          "wrong_diagnoses", "unexplained", "uncharacterised", "unmatched", "mixed", "matched_causes")
 
 
 def verdict(diagnosis: str | None, bug: Bug | None) -> str:
@@ -75,8 +75,11 @@ def assign(cause: dict, findings: list[dict], bugs: list[Bug], token_types: Toke
                     if 0 <= k < len(findings)}
     mixed = [b.id for b in bugs if b.id in seen] if len(seen - {None}) > 1 else []
     by_id = {b.id: b for b in bugs}
+    chars, ids = characterised_set(cause, findings) if not cause.get("diagnosis") else (set(), set())
     return {"cause": cause["id"], "bug": bug, "adapter": None, "diagnosis": cause.get("diagnosis"),
             "verdict": verdict(cause.get("diagnosis"), by_id.get(bug)), "mixed": mixed,
+            "characterised": bool(chars or ids),
+            "names_set": bug is not None and bool(chars or ids) and names_set(by_id[bug], chars, ids, token_types),
             "cases": cause.get("cases", 0), "title": cause.get("title", "")}
 
 
@@ -88,7 +91,8 @@ def true_bugs(labels: Labels, vocabs) -> list[Bug]:
 def bug_entry(bug: Bug, assignment: list[dict]) -> dict:
     mine = [a for a in assignment if a["bug"] == bug.id]
     return {"id": bug.id, "summary": bug.summary, "diagnoses": list(bug.diagnoses),
-            "causes": [a["cause"] for a in mine], "named": any(a["verdict"] == "right" for a in mine)}
+            "causes": [a["cause"] for a in mine], "named": any(a["verdict"] == "right" for a in mine),
+            "characterised": any(a.get("names_set") for a in mine)}
 
 
 def score_report(labels: Labels, report: dict, token_types: TokenTypes, wall_s: float | None = None) -> dict:
@@ -106,8 +110,10 @@ def score_report(labels: Labels, report: dict, token_types: TokenTypes, wall_s: 
             "adapter_causes": len(assignment) - len(package),
             "causes_per_found_bug": round(matched / found, 2) if found else None,
             "named_correctly": sum(b["named"] for b in entries),
+            "named_or_characterised": sum(b["named"] or b["characterised"] for b in entries),
             "wrong_diagnoses": sum(a["verdict"] == "wrong" for a in package),
             "unexplained": sum(a["verdict"] == "unexplained" for a in package),
+            "uncharacterised": sum(a["verdict"] == "unexplained" and not a["characterised"] for a in package),
             "unmatched": sum(a["bug"] is None for a in package),
             "mixed": sum(bool(a["mixed"]) for a in package), "matched_causes": matched,
             "bugs": entries, "assignment": assignment}

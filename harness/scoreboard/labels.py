@@ -34,7 +34,7 @@ from harness.errors import HarnessError
 from harness.flags import LABELS
 
 #: The keys a ``match`` may hold (tests/data/port-bugs/README.md).
-MATCH_KEYS = ("checks", "vocabs", "flags", "text", "ids", "id_range", "token_types")
+MATCH_KEYS = ("checks", "vocabs", "flags", "text", "ids", "id_range", "token_types", "invalid_utf8")
 #: The check families a bug shows in (golden and known are encode checks).
 FAMILIES = ("encode", "decode", "piece")
 #: The GGUF token type names ``match.token_types`` takes.
@@ -102,6 +102,8 @@ def _check_match(match, where: str) -> regex.Pattern | None:
     for key, choices in (("checks", FAMILIES), ("vocabs", None), ("flags", LABELS), ("token_types", TOKEN_TYPES)):
         if key in match:
             _strings(match[key], f"{where}.{key}", choices)
+    if "invalid_utf8" in match and match["invalid_utf8"] is not True:
+        raise LabelError(f"{where}.invalid_utf8 must be true (leave it out otherwise), not {match['invalid_utf8']!r}")
     if "ids" in match:
         _ints(match["ids"], f"{where}.ids")
     if "id_range" in match:
@@ -215,6 +217,21 @@ def example_ids(ex: dict) -> list[int]:
     return ids + [i for i in ex.get("port_ids") or [] if i not in ids]
 
 
+def _invalid_utf8(ex: dict) -> bool:
+    """Whether a decode or piece finding's llama.cpp bytes are not valid UTF-8.
+
+    >>> _invalid_utf8({"reference_bytes_hex": "ec9d"}), _invalid_utf8({"reference_bytes_hex": "61"}), _invalid_utf8({})
+    (True, False, False)
+    """
+    try:
+        bytes.fromhex(ex.get("reference_bytes_hex") or "").decode("utf-8")
+    except UnicodeDecodeError:
+        return True
+    except ValueError:
+        return False
+    return False
+
+
 def matches(bug: Bug, ex: dict, token_types: TokenTypes) -> bool:
     """Does every key of the bug's match hold on finding ``ex``? (token types are read last:
     they open the vocab's file.)"""
@@ -226,6 +243,8 @@ def matches(bug: Bug, ex: dict, token_types: TokenTypes) -> bool:
     if "flags" in m and ex.get("flags") not in m["flags"]:
         return False
     if bug.pattern is not None and not bug.pattern.search(ex.get("text") or ""):
+        return False
+    if m.get("invalid_utf8") and not _invalid_utf8(ex):
         return False
     ids = example_ids(ex)
     if "ids" in m and not set(ids) & set(m["ids"]):
@@ -240,3 +259,45 @@ def matches(bug: Bug, ex: dict, token_types: TokenTypes) -> bool:
 def first_bug(bugs, ex: dict, token_types: TokenTypes) -> str | None:
     """The id of the first bug whose match holds on ``ex``, or None."""
     return next((b.id for b in bugs if matches(b, ex, token_types)), None)
+
+
+def characterised_set(cause: dict, findings: list[dict]) -> tuple[set[str], set[tuple[str, int]]]:
+    """What an unexplained cause's characterisation names: the code points its encode findings
+    diverge on by themselves (their ``triggers``), and the ``(vocab, id)`` tokens its piece
+    findings touch. Both empty for a cause characterised by neither.
+
+    >>> fs = [{"check": "encode", "vocab": "v", "triggers": ["\uff08"]}, {"check": "piece", "vocab": "v", "loci": [[7, 2]]}]
+    >>> characterised_set({"findings": [0, 1]}, fs)
+    ({'（'}, {('v', 7)})
+    """
+    chars: set[str] = set()
+    ids: set[tuple[str, int]] = set()
+    for k in cause.get("findings", []):
+        if not 0 <= k < len(findings):
+            continue
+        f = findings[k]
+        chars.update(c for c in f.get("triggers") or [] if isinstance(c, str))
+        if f.get("check") == "piece":
+            ids.update((f["vocab"], x) for x, _n in f.get("loci") or [] if isinstance(x, int))
+    return chars, ids
+
+
+def names_set(bug: Bug, chars: set[str], ids: set[tuple[str, int]], token_types: TokenTypes) -> bool:
+    """Does a characterisation name the bug's set: is every code point it names one the bug's
+    ``match.text`` finds, or every token one of its ``ids``, ``id_range`` or ``token_types``?
+    A bug whose match names no set of either kind is never characterised.
+
+    >>> b = Bug("p", ("v",), (), {"text": "[\\p{P}--\\p{ASCII}]"}, regex.compile("[\\p{P}--\\p{ASCII}]", regex.V1))
+    >>> names_set(b, {"\uff08", "\u2019"}, set(), TokenTypes()), names_set(b, {"\uff08", "a"}, set(), TokenTypes())
+    (True, False)
+    """
+    m = bug.match
+    if chars and bug.pattern is not None:
+        return all(bug.pattern.search(c) for c in chars)
+    if ids and any(k in m for k in ("ids", "id_range", "token_types")):
+        def holds(vocab, i):
+            return (("ids" not in m or i in m["ids"])
+                    and ("id_range" not in m or m["id_range"][0] <= i <= m["id_range"][1])
+                    and ("token_types" not in m or token_types.type_of(vocab, i) in m["token_types"]))
+        return all(holds(v, i) for v, i in ids)
+    return False

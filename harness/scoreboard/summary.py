@@ -7,19 +7,23 @@ For every pinned vocab a port gets one entry (``scoreboard.json``'s ``ports[].vo
      "checks": {"golden"|"known"|"encode"|"decode"|"piece": outcome},   # over the flag combinations
      "causes": ["C1", ...]}                           # the port's causes seen on this vocab
 
-A check's outcome over its flag combinations: ``pass`` only if every combination passed;
-``divergence``, ``port error``, ``error`` if any had one (in that order); ``unsupported`` or
-``not checked`` if all were; else ``partial``. A check with no cell is ``not checked``, except golden on a vocab llama.cpp ships no
-``.inp``/``.out`` for: ``n/a``, which does not count.
-The vocab reads ``pass`` only where every check ran and passed; a divergence anywhere
-makes it ``divergence``; else a port error or error makes it ``error``; else ``unsupported``
-where the port declared every missing case unsupported, ``not checked`` otherwise.
+A check's outcome over its flag combinations is the worst outcome of its cells read as one
+(:func:`harness.reports.cells.cell_outcome`, the run's own: ``error``, ``port error``,
+``divergence``, then ``unsupported`` or ``not checked`` if no case ran, ``partial`` if some
+did not, ``pass``). A check with no cell is ``not checked``, except golden on a vocab llama.cpp
+ships no ``.inp``/``.out`` for: ``n/a``, which does not count.
+The vocab reads ``pass`` only where every check ran and passed; in the exit code's order, a
+port error or error anywhere makes it ``error``; else a divergence makes it ``divergence``;
+else ``unsupported`` where the port declared every missing case unsupported, ``not checked``
+otherwise.
 
 >>> cells = [{"vocab": "v", "check": c, "flags": "plain", "cases": 2} for c in CHECKS]
 >>> vocab_entry("v", cells, [])["outcome"]
 'pass'
 >>> vocab_entry("v", cells[:-1], [])["outcome"], vocab_entry("v", cells[:-1], [])["checks"]["piece"]
 ('not checked', 'not checked')
+>>> vocab_entry("v", cells + [dict(cells[2], flags="add", divergent=1, errors=1)], [])["checks"]["encode"]
+'error'
 """
 
 from __future__ import annotations
@@ -45,38 +49,20 @@ def port_words(reason: str) -> str:
 VOCAB_OUTCOMES = ("pass", "divergence", "unsupported", "error", "not checked")
 
 
-def check_outcome(outcomes: list[str]) -> str:
-    """One check's outcome over its flag combinations (see the module docstring).
-
-    >>> check_outcome(["pass", "unsupported"]), check_outcome(["unsupported"]), check_outcome([])
-    ('partial', 'unsupported', 'not checked')
-    """
-    found = set(outcomes)
-    if not found:
-        return "not checked"
-    for worst in ("divergence", "port error", "error"):
-        if worst in found:
-            return worst
-    if len(found) == 1:
-        return found.pop()
-    return "partial"
-
-
 def vocab_entry(vocab: str, cells: list[dict], causes: list[dict]) -> dict:
     """The scoreboard entry of one vocab from the port's cells and causes."""
     merged = [c for c in merge_cells(cells).values() if c["vocab"] == vocab]
-    checks = {check: check_outcome([c["outcome"] for c in merged if c["check"] == check])
-              for check in CHECKS}
+    checks = {check: cell_outcome(*[c for c in merged if c["check"] == check]) for check in CHECKS}
     if merged and not any(c["check"] == "golden" for c in merged):
         checks["golden"] = NOT_APPLICABLE  # llama.cpp ships no .inp/.out for this vocab
     mine = [c["id"] for c in causes if any(x["vocab"] == vocab for x in c.get("cells", []))]
     reasons = sorted({port_words(c.get("unsupported_reason") or c.get("error") or "") for c in merged
                       if cell_outcome(c) not in ("pass", "divergence")} - {""})
     states = set(checks.values()) - {NOT_APPLICABLE}
-    if "divergence" in states or mine:
-        outcome = "divergence"
-    elif states & {"port error", "error"}:
+    if states & {"port error", "error"}:
         outcome = "error"
+    elif "divergence" in states or mine:
+        outcome = "divergence"
     elif states == {"pass"}:
         outcome = "pass"
     elif states <= {"pass", "unsupported", "partial"} and any(c.get("unsupported") for c in merged):

@@ -12,7 +12,11 @@ and never name it by a variant that happens to fit a short case:
 - ``cyrillic-unk``: every code point of the Cyrillic block (U+0400-U+04FF) is the unknown
   token, the text around it tokenized apart (a normaliser that maps a script to ``<unk>``);
 - ``reserved-shift``: the control tokens whose text holds ``reserved`` are numbered one off
-  (each id's text is the next reserved token's), in encode, decode and pieces alike.
+  (each id's text is the next reserved token's), in encode, decode and pieces alike;
+- ``file-types``: every token typed as the GGUF's ``token_type`` says, without the types
+  llama.cpp's load gives by text (an end-of-generation text such as ``</s>`` made CONTROL,
+  FIM texts found by name): on qwen2 ``</s>`` (128247) stays NORMAL, so it is not cut out with
+  parse_special and its piece is its text without special (several real ports ship this).
 """
 
 from __future__ import annotations
@@ -22,12 +26,15 @@ import json
 import re
 import sys
 
+import dataclasses
+
 from harness.tokenizer import Tokenizer
 from harness.tokenizer import unicode as U
 from harness.tokenizer.algorithms import wpm
-from harness.tokenizer.vocab import CONTROL
+from harness.tokenizer.gguf import GGUFReader, Keys
+from harness.tokenizer.vocab import BYTE, CONTROL, NORMAL, UNDEFINED, UNKNOWN, UNUSED, USER_DEFINED
 
-BUGS = {"ascii-punct", "cyrillic-unk", "reserved-shift"}
+BUGS = {"ascii-punct", "cyrillic-unk", "reserved-shift", "file-types"}
 _CYRILLIC = re.compile("([\u0400-\u04ff])")
 
 
@@ -41,11 +48,30 @@ def _ascii_punct_classify(classify):
     return patched
 
 
+#: GGUF token_type -> llama.cpp's attribute (src/llama-vocab.cpp, token_to_attr).
+_FILE_TYPE = {0: UNDEFINED, 1: NORMAL, 2: UNKNOWN, 3: CONTROL, 4: USER_DEFINED, 5: UNUSED, 6: BYTE}
+_TYPE_BITS = UNDEFINED | NORMAL | UNKNOWN | CONTROL | USER_DEFINED | UNUSED | BYTE
+
+
+def _file_typed(tok: Tokenizer, path: str) -> Tokenizer:
+    """``tok`` with each token's type bits as the file's token_type has them."""
+    with GGUFReader(path) as reader:
+        codes = reader.get(Keys.Tokenizer.TOKEN_TYPE)
+    if codes is None:
+        return tok
+    v = tok.vocab
+    attrs = tuple((a & ~_TYPE_BITS) | _FILE_TYPE[int(c)] for a, c in zip(v.attrs, codes))
+    cache = tuple(i for i in v.special_cache if attrs[i] & (CONTROL | USER_DEFINED | UNKNOWN))
+    return Tokenizer(dataclasses.replace(v, attrs=attrs, special_cache=cache))
+
+
 class Port:
     def __init__(self, vocab: str, bugs: set[str]):
         if "ascii-punct" in bugs:
             wpm.classify = _ascii_punct_classify(wpm.classify)
         self.tok = Tokenizer.from_gguf(vocab)
+        if "file-types" in bugs:
+            self.tok = _file_typed(self.tok, vocab)
         self.bugs = bugs
         v = self.tok.vocab
         reserved = [i for i, t in enumerate(v.tokens) if b"reserved" in t and v.attrs[i] & CONTROL]
