@@ -2,6 +2,7 @@
 #   make conformance   the main job: every pinned vocab, port vs llama.cpp, in parallel
 #   make test          the harness's own tests (fetches and builds the reference first)
 #   make dist          wheel + sdist in dist/ (pip install gives the llama-conformance command)
+#   make fuzz-ports    hostile ports against the engine for FUZZ_S seconds (FUZZ_SEED=N)
 # Options: PORT="cmd --vocab {vocab}"  VOCABS="qwen2 llama-spm"  SOURCE=sdist|github|dir  LLAMA_CPP_DIR=...
 #          HYPOTHESIS_PROFILE=ci|conformance|thorough  BUDGET=5m  CONFORMANCE_SEED=N  JOBS=auto
 #          KNOWN_EXAMPLES=0 (generation alone)  PIN=<pin name or commit prefix> (default: the newest)
@@ -21,12 +22,12 @@ SOURCE_FLAG := $(if $(SOURCE),--source $(SOURCE),)
 
 export LLAMA_CPP_DIR PORT VOCABS HYPOTHESIS_PROFILE KNOWN_EXAMPLES BUDGET CONFORMANCE_SEED PIN ALLOW_UNSUPPORTED LENGTH_SCALING
 
-.PHONY: all fetch reference test test-slow test-remote chromium openssh scoreboard-deps conformance sweep bench scoreboard scoreboard-readme diagnosis-bench diagnosis-bench-readme pin pin-diff test-pins verify dist clean help coverage fuzz
+.PHONY: all fetch reference test test-slow test-remote chromium openssh scoreboard-deps conformance sweep bench scoreboard scoreboard-readme fuzz-ports diagnosis-bench diagnosis-bench-readme pin pin-diff test-pins verify dist clean help coverage fuzz
 
 all: test
 
 help:
-	@sed -n '1,10p' Makefile
+	@sed -n '1,11p' Makefile
 
 # The venv is created and the project installed on first use; reinstalled when pyproject changes.
 # examples/toyport (a port checked through the pytest plugin) is installed too: make test runs its tests.
@@ -166,6 +167,11 @@ dist: $(STAMP)
 # Hostile GGUF files through the harness tokenizer and llama.cpp, judged by llama.cpp (FUZZ_S seconds).
 fuzz: reference
 	$(PY) -m harness fuzz --seconds $${FUZZ_S:-600} --seed $${FUZZ_SEED:-0}
+
+# Hostile ports (malformed, truncated, huge, slow, misplaced answers, crashes, hangs, forked
+# children...) played against the engine's port client, in process, plus a few end-to-end runs.
+fuzz-ports: reference
+	$(PY) -m harness fuzz-ports --seconds $${FUZZ_S:-600} --seed $${FUZZ_SEED:-0}
 
 clean:
 	rm -rf reports .pytest_cache .hypothesis dist

@@ -5,6 +5,7 @@
   first-divergent-token diff of a port against llama.cpp for one text.
 * ``bench [--vocabs ...] [--repeat N]``: speed against llama.cpp (``make bench``).
 * ``fuzz [--seconds S] [--seed N]``: hostile GGUF files, judged by llama.cpp (``make fuzz``).
+* ``fuzz-ports [--seconds S] [--seed N]``: hostile ports against the engine (``make fuzz-ports``).
 * ``pin-diff --from A --to B [--out DIR]``: llama.cpp against llama.cpp across two pins (``make pin-diff``).
 """
 
@@ -18,6 +19,7 @@ COMMANDS = {
     "diff": "harness.diffcmd",
     "bench": "harness.bench.run",
     "fuzz": "harness.fuzz.run",
+    "fuzz-ports": "harness.fuzz.ports",
     "pin-diff": "harness.pindiff",
 }
 

@@ -140,3 +140,21 @@ def root_shape(message: str) -> str:
     for pattern, placeholder in _VARYING:
         shape = pattern.sub(placeholder, shape)
     return shape
+
+
+#: How a port went down, by the words of the client's message (harness.protocol.client).
+DEATH_KINDS = (("crashed", "crashed"), ("hung", "hung"), ("stopped reading", "stopped reading"),
+               ("still running", "closed stdout"), ("longer than", "answer too long"))
+
+
+def death_kind(message: str) -> str:
+    """How a port went down, from its PortError's message: ``crashed``, ``hung``, ``stopped
+    reading``, ``closed stdout``, ``answer too long`` or ``garbage`` (any other bad answer).
+
+    >>> death_kind("port 'x' crashed (exit code 9): closed its stdout on request {}")
+    'crashed'
+    >>> death_kind("port 'x' answered garbage b'%' on request {}")
+    'garbage'
+    """
+    first = root_cause(message)
+    return next((kind for words, kind in DEATH_KINDS if words in first), "garbage")

@@ -164,7 +164,8 @@ def _make_hunt(request, vut):
     from harness.engine.hunt import Hunt
 
     def make(check: str, flags: str, run, **options):
-        h = Hunt(check, flags, run, vocab=vut.name, detail=vut.with_spans, probe=vut.probe, **options)
+        h = Hunt(check, flags, run, vocab=vut.name, detail=vut.with_spans, probe=vut.probe,
+                 port_death=vut.port_death, **options)
         request.node.conformance_hunts = [h]
         return h
     return make

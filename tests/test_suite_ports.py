@@ -144,17 +144,20 @@ def test_a_port_that_cannot_express_a_flag_gets_unsupported_and_everything_else_
 
 
 @pytest.mark.reference
-def test_a_port_that_crashes_once_is_restarted_and_the_rest_runs(pytester, monkeypatch, tmp_path):
+def test_a_port_that_crashes_once_is_restarted_and_the_test_goes_on(pytester, monkeypatch, tmp_path):
     port = _faulty(tmp_path, "--crash-after 20", f"--crash-once {tmp_path / 'crashed'}")
     nodes = [_node("golden", "llama-bpe"), _node("encode", "llama-bpe", "plain")]
     result, report = _run_suite(pytester, monkeypatch, port, "llama-bpe", nodes)
     assert result.ret == 1
     [err] = report["port_errors"]
     assert "crashed (exit code 9)" in err["message"] and "crashing on purpose" in err["message"]
-    assert [r["note"].split(" after")[0] for r in report["restarts"]] == ["restart 1/3"]
+    assert [r["note"].split(" after")[0] for r in report["restarts"]] == ["restart 1 (1/3 quick in a row)"]
+    assert [d["note"].split(" after")[0] for d in report["port_deaths"]] == ["crashed"]
     cells = _cells(report)
     golden, encode = cells[("llama-bpe", "golden", "plain")], cells[("llama-bpe", "encode", "plain")]
-    assert golden["outcome"] == "port error" and golden["not_checked"] > 0 and golden["cases"] == 19
+    # the crash costs its one case: the port is started again and the check goes on
+    assert golden["outcome"] == "port error" and golden["not_checked"] == 0 and golden["cases"] > 19
+    assert golden["port_error_cases"] == 1 and report["restarts"][0]["test"].endswith("test_golden[llama-bpe]")
     assert encode["outcome"] == "pass" and encode["cases"] >= 30
 
 

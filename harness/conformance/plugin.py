@@ -187,10 +187,11 @@ def _cell_of(item) -> tuple[str, str, str]:
     return vocab, label, check
 
 
-def _tally_json(tally, test: str) -> str:
+def tally_json(tally, test: str) -> str:
+    """One test's tally as its worker ships it to the controller (``RunReport.add`` reads it)."""
     return json.dumps({"counts": tally.counts(), "test": test,
                        "findings": [f.to_json() for f in tally.findings],
-                       "port_errors": tally.port_errors, "restarts": tally.restarts,
+                       "port_errors": tally.port_errors, "restarts": tally.restarts, "deaths": tally.deaths,
                        "scaling": [s.to_json() for s in tally.scaling]})
 
 
@@ -230,7 +231,7 @@ def pytest_runtest_makereport(item, call):
             else:
                 hunts = [_lone_hunt(item, failed)]
         for hunt in hunts:
-            report.user_properties.append((TALLY_KEY, _tally_json(hunt.tally, item.nodeid)))
+            report.user_properties.append((TALLY_KEY, tally_json(hunt.tally, item.nodeid)))
     elif call.when == "setup" and failed is not None and _is_check(item):
         # Nothing ran: the port could not be opened (or restarted), or the test failed before
         # it started (the reference cannot load the vocab, say): its cell says so.
@@ -245,7 +246,7 @@ def pytest_runtest_makereport(item, call):
                                  "cases": 0, "fatal": True, "at": "setup"}]})))
         else:
             hunt = _lone_hunt(item, failed)
-            report.user_properties.append((TALLY_KEY, _tally_json(hunt.tally, item.nodeid)))
+            report.user_properties.append((TALLY_KEY, tally_json(hunt.tally, item.nodeid)))
 
 
 class Collector:

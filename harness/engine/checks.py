@@ -136,7 +136,7 @@ def pieces(vut, special: bool, make_hunt: Callable) -> None:
     external port that has the batch op gets :data:`PIECE_CHUNK` ids per request."""
     got: dict = {}
     h = make_hunt("piece", "parse" if special else "plain",
-                  lambda id: vut.check_piece(id, special, got.get(id)), signature=vut.signature,
+                  lambda id: vut.check_piece(id, special, got.pop(id, None)), signature=vut.signature,
                   diagnosis=vut.diagnoser)
     with h.guard():
         if h.begin(vut.unsupported_reason("piece", special=special)):

@@ -29,7 +29,7 @@ def run_phase(hunt, inputs: Iterator, answers: Callable, agrees: Callable, *,
     ``answers(batch)`` gives the port's answer (or the error it got) per input;
     ``agrees(x, answer)`` says whether it equals llama.cpp's. Agreeing inputs count
     as passed cases; the others go through ``hunt.case`` (recomputed, grouped,
-    shrunk). An exception (in making an input, ``answers`` or ``agrees``) stops the hunt
+    shrunk; one that agrees when recomputed is a port error, not a pass). An exception (in making an input, ``answers`` or ``agrees``) stops the hunt
     (``hunt.absorb``): the inputs of its batch not yet counted and the rest of the budget
     are not checked. Returns the number of inputs used.
     """
@@ -47,7 +47,7 @@ def run_phase(hunt, inputs: Iterator, answers: Callable, agrees: Callable, *,
                 elif agrees(x, got):
                     hunt.passed_case()
                 else:
-                    hunt.case(x)
+                    hunt.case(x, disagreed=True)
                 done += 1
         except Exception as e:
             hunt.absorb(e)

@@ -117,7 +117,8 @@ class Tally:
     unsupported_reason: str = ""
     error: str = ""            # the exception's last line
     error_at: str = ""         # file:line in function, where it was raised
-    restarts: list = field(default_factory=list)     # notes of port restarts before this test
+    restarts: list = field(default_factory=list)     # notes of port restarts before and during this test
+    deaths: list = field(default_factory=list)       # notes of how the port went down in this test
     findings: list = field(default_factory=list)      # Finding objects
     # one per root: {"message" (its first), "stderr", "cases", "fatal", "shape", "variants", "variant_count"}
     port_errors: list = field(default_factory=list)
@@ -140,9 +141,9 @@ class Tally:
 
     def counts(self) -> dict:
         """The JSON counts (findings and errors as numbers)."""
-        d = {k: v for k, v in asdict(self).items() if k not in ("findings", "port_errors", "restarts", "scaling")}
+        d = {k: v for k, v in asdict(self).items() if k not in ("findings", "port_errors", "restarts", "deaths", "scaling")}
         d.update(divergences=len(self.findings), port_errors=len(self.port_errors),
-                 restarts=len(self.restarts), outcome=self.outcome, outcomes=list(self.outcomes))
+                 restarts=len(self.restarts), deaths=len(self.deaths), outcome=self.outcome, outcomes=list(self.outcomes))
         if self.scaling:  # slow runs are a warning of their own: they never change the outcome
             d.update(scaling_runs=len(self.scaling), slow=sum(s.slow for s in self.scaling))
         return d
@@ -163,8 +164,18 @@ class Hunt:
     def __init__(self, check: str, flags: str, run: Callable[[Any], Any], *, vocab: str,
                  signature: Callable | None = None, shrink: Callable | None = None,
                  detail: Callable | None = None, replay_key: str | None = None, diagnosis=None,
-                 probe: Callable | None = None):
+                 probe: Callable | None = None, port_death: Callable | None = None,
+                 notes: Callable | None = None, revive: Callable | None = None):
         self.run, self.signature, self.shrink, self.detail = run, signature, shrink, detail
+        # port_death() -> the error the port went down with, or None: a port that died on a
+        # request no case made (a divergence's own pieces, its token spans) is a port error too
+        self.port_death = port_death
+        self._death_before = port_death() if port_death else None
+        # notes() -> (restarts, deaths) of the port not yet reported (Session.take_notes), taken
+        # when the test starts and when it ends; revive() -> whether a port that went down will be
+        # started again when next asked (Session.can_restart): then the test goes on
+        self.notes, self.revive = notes, revive
+        self._fatal: list[PortError] = []  # the fatal port errors counted (one crash, one count)
         self.probe = probe  # probe(check, input, flags) -> Finding | None: the check under other flags
         self.diagnosis = diagnosis
         self.tally = Tally(vocab, check, flags)
@@ -176,6 +187,19 @@ class Hunt:
         self._variants: dict[str, set[str]] = {}  # root shape -> its distinct messages
         self._replaying = False
         self._started = time.perf_counter()
+        self._take_notes()
+
+    def _take_notes(self) -> None:
+        """The port's restarts and deaths since the last look; a death no case saw (the port went
+        down on a shrink attempt or a prediction) is a root port error of this test too."""
+        if self.notes is None:
+            return
+        restarts, deaths = self.notes()
+        self.tally.restarts += restarts
+        self.tally.deaths += deaths
+        for note in deaths:
+            if root_shape(note.split(": ", 1)[-1]) not in self._errors:
+                self._root(note.split(": ", 1)[-1], "", True)
 
     # --- running ------------------------------------------------------------------------
     def declare_unsupported(self, reason: str) -> None:
@@ -212,9 +236,12 @@ class Hunt:
             self.case(x)
         return True
 
-    def case(self, x) -> None:
+    def case(self, x, *, disagreed: bool = False) -> None:
         """Check one input (ignored once stopped: counted as not checked). An exception
-        other than a port error stops the hunt (:meth:`crash`); it is not raised."""
+        other than a port error stops the hunt (:meth:`crash`); it is not raised.
+        ``disagreed``: the port's answer in a batch differed from llama.cpp's (the fast
+        phase); if it agrees when asked alone, the port answered one request two ways: a
+        port error for that case, never a pass."""
         if self.stopped:
             self.tally.not_checked += 1
             return
@@ -227,9 +254,15 @@ class Hunt:
             self.crash(e)
             self.tally.not_checked += 1  # this input was not compared either
             return
+        if found is None and disagreed:
+            self.failed_case(x, PortRequestError(
+                f"answered a request one way in a batch and another way alone (a port must give one "
+                f"answer per request) on request {repr(x)[:300]}"))
+            return
         self.tally.cases += 1
         if found is not None:
             self._divergent(x, found)
+        self._unseen_death()
 
     def crash(self, e: Exception) -> None:
         """The check raised ``e`` (not a divergence, not a port error): keep the first such
@@ -290,7 +323,11 @@ class Hunt:
         elif isinstance(error, PortUnsupported):
             self._unsupported(error)
         elif isinstance(error, PortError):
-            self._port_error(error, fatal=not isinstance(error, PortRequestError))
+            fatal = not isinstance(error, PortRequestError)
+            if fatal and self._counted(error):
+                self.case(x)  # one crash answered a whole batch: counted once, this input asked again alone
+                return
+            self._port_error(error, fatal=fatal)
         else:
             raise error
 
@@ -305,24 +342,35 @@ class Hunt:
         self.groups[sig].add(x, found, replayed=self._replaying)
 
     def _port_error(self, e: PortError, fatal: bool) -> None:
-        """One case the port failed: filed under its root's shape (:func:`harness.errors.root_shape`),
-        so that a refusal naming each token id is one root, its distinct messages its variants."""
+        """One case the port failed: filed under its root (:meth:`_root`)."""
         self.tally.port_error_cases += 1
-        message = str(e)
+        self._root(str(e), getattr(e, "stderr", ""), fatal)["cases"] += 1
+        if fatal:
+            self._went_down(e)
+
+    def _root(self, message: str, stderr: str, fatal: bool) -> dict:
+        """The root port error ``message`` belongs to, by its shape (:func:`harness.errors.root_shape`),
+        so that a refusal naming each token id is one root, its distinct messages its variants."""
         shape = root_shape(message)
         if shape not in self._errors:
-            self._errors[shape] = {"message": message, "stderr": getattr(e, "stderr", ""),
-                                   "cases": 0, "fatal": fatal, "shape": shape, "variants": [], "variant_count": 0}
+            self._errors[shape] = {"message": message, "stderr": stderr, "cases": 0, "fatal": fatal,
+                                   "shape": shape, "variants": [], "variant_count": 0}
             self._variants[shape] = set()
         root, variant = self._errors[shape], root_cause(message)[:VARIANT_CHARS]
-        root["cases"] += 1
         if variant not in self._variants[shape]:
             self._variants[shape].add(variant)
             root["variant_count"] += 1
             if len(root["variants"]) < VARIANTS_KEPT:
                 root["variants"].append(variant)
-        if fatal:
-            self.down = True
+        return root
+
+    def _counted(self, e: PortError) -> bool:
+        return any(e is seen for seen in self._fatal)
+
+    def _went_down(self, e: PortError) -> None:
+        """The port went down with ``e``: the test stops, unless the port will be restarted."""
+        self._fatal.append(e)
+        self.down = not (self.revive is not None and self.revive())
 
     # --- the end --------------------------------------------------------------------------
     def finish(self) -> Tally:
@@ -362,11 +410,24 @@ class Hunt:
             self.tally.findings.append(self._detail(found))
         self.tally.unattributed = finder.unattributed
         self.tally.diagnosis_seconds = {k: round(v, 3) for k, v in sorted(finder.seconds.items())}
+        if not self.down:
+            self._unseen_death()
+        self._take_notes()
         self.tally.port_errors = list(self._errors.values())
         self.tally.seconds = time.perf_counter() - self._started
         if self.replay_key:
             save_replay(self.replay_key, shrunk)
         return self.tally
+
+    def _unseen_death(self) -> None:
+        """A port that went down during this test on no case's request (a divergence's own
+        pieces, say) is a root port error of the test, hitting no case; the port is down."""
+        death = self.port_death() if self.port_death else None
+        if death is None or death is self._death_before or self.down or self._counted(death):
+            return
+        if root_shape(str(death)) not in self._errors:
+            self._root(str(death), getattr(death, "stderr", ""), True)
+        self._went_down(death)
 
     def _detail(self, found):
         if self.detail is None or self.down:
@@ -381,17 +442,31 @@ class Hunt:
         the finding, None if the port agrees, or :data:`UNANSWERED` if it could not answer
         (unsupported, a port error): that is no evidence either way."""
         try:
-            return self.run(x) if flags is None else self.probe(check, x, flags)
+            return self._again(lambda: self.run(x) if flags is None else self.probe(check, x, flags))
         except PortError:
             return UNANSWERED
         except Exception as e:  # the check raised on a probe: an error, still not a case
             self.crash(e)
             return None
 
+    def _again(self, call):
+        """``call()``, once more if the port went down on it and will be started again: a
+        crash on one request says nothing about the input, and a shrink attempt or a
+        prediction it spoiled would shrink less or split a cause (the death is noted all the
+        same, :meth:`_take_notes`)."""
+        try:
+            return call()
+        except PortRequestError:
+            raise
+        except PortError:
+            if self.revive is None or not self.revive():
+                raise
+            return call()
+
     def _rerun(self, x):
         """A shrink attempt (never a case): the finding, or None if it agrees or fails."""
         try:
-            return self.run(x)
+            return self._again(lambda: self.run(x))
         except PortError:
             return None
         except Exception as e:  # the check raised on a shrunk input: an error, still not a case

@@ -10,12 +10,18 @@ import traceback
 from collections import OrderedDict
 
 from harness.engine.vut import VocabUnderTest
-from harness.errors import PortError, ReferenceUnavailable
+from harness.errors import PortError, ReferenceUnavailable, death_kind
 from harness.ports import Port, open_port
 from harness.protocol.client import ExternalPort
 
 MAX_OPEN_EXTERNAL = 3  # external port processes kept alive per worker
-MAX_RESTARTS = 3  # times a crashed or hung port is started again, per vocab and worker
+#: Quick deaths in a row (each within EARNED answers of the last) a port is restarted after,
+#: per vocab and worker; a port that answered EARNED requests or more earns its restart and
+#: ends the streak. So a port crashing on a random 0.1 % of requests is restarted as long as
+#: the run goes on, one that dies at once is given up after 3 restarts, and restarts stay
+#: below (MAX_RESTARTS + 1) * (1 + answered requests / EARNED).
+MAX_RESTARTS = 3
+EARNED = 100
 
 
 class Session:
@@ -23,17 +29,24 @@ class Session:
 
     A port that could not open (or reports another ``n_vocab``) stays failed for
     its vocab. A port that crashed, hung or answered garbage is started again
-    when it is next needed, up to :data:`MAX_RESTARTS` times per vocab; each
-    restart is noted (:meth:`take_restarts`) so the report shows it.
+    when it is next needed, within the budget of :data:`MAX_RESTARTS` and
+    :data:`EARNED`; each death and each restart is noted (:meth:`take_notes`) so the
+    report shows and counts them. ``opener(spec, path,
+    reference=...)`` opens a port (:func:`harness.ports.open_port`; the port fuzzer passes
+    its scripted ports).
     """
 
-    def __init__(self, port_spec: str = "harness"):
+    def __init__(self, port_spec: str = "harness", opener=open_port):
         self.port_spec = port_spec.strip() or "harness"
+        self._opener = opener
         self._vocabs: dict[str, VocabUnderTest] = {}
         self._ports: OrderedDict[str, Port] = OrderedDict()
         self._errors: dict[str, PortError] = {}
         self._restarts: dict[str, list[str]] = {}
+        self._quick: dict[str, int] = {}  # quick deaths in a row per vocab (see MAX_RESTARTS)
+        self._earned: dict[str, int] = {}  # answers since the last death, by ports closed healthy
         self._untaken: dict[str, list[str]] = {}
+        self._deaths: dict[str, list[str]] = {}
 
     def vocab(self, name: str) -> VocabUnderTest:
         """The vocab by pinned name, ``derived:`` name or .gguf path (ReferenceUnavailable if not
@@ -53,7 +66,7 @@ class Session:
             raise PortError(str(err).split("\n--- port stderr ---")[0], stderr=err.stderr)
         port = self._ports.get(vut.name)
         if isinstance(port, ExternalPort) and port.dead is not None:
-            self._restart(vut.name, port.dead)
+            self._restart(vut.name, port)
             port = None
         if port is None:
             port = self._ports[vut.name] = self._open(vut)
@@ -61,24 +74,70 @@ class Session:
         self._ports.move_to_end(vut.name)
         return port
 
-    def _restart(self, name: str, dead: PortError) -> None:
+    def open_ports(self) -> list[Port]:
+        """The ports open now (the port fuzzer checks none outlives its session)."""
+        return list(self._ports.values())
+
+    def port_death(self, name: str) -> PortError | None:
+        """The error ``name``'s open external port went down with, or None."""
+        port = self._ports.get(name)
+        return port.dead if isinstance(port, ExternalPort) else None
+
+    def can_restart(self, name: str) -> bool:
+        """Whether ``name``'s port, if it is down now, will be started again when next needed.
+
+        >>> Session().can_restart("qwen2")
+        True
+        """
+        port = self._ports.get(name)
+        if name in self._errors:
+            return False
+        quick = isinstance(port, ExternalPort) and port.dead is not None and self._quick_death(name, port)
+        return not quick or self._quick.get(name, 0) < MAX_RESTARTS
+
+    def _quick_death(self, name: str, port: ExternalPort) -> bool:
+        """Whether ``port`` died within EARNED answers of the last death (answers of the ports
+        of ``name`` evicted healthy in between count: eviction is not a death)."""
+        return self._earned.get(name, 0) + port.answered < EARNED
+
+    def _count_death(self, name: str, port: ExternalPort) -> None:
+        self._note_death(name, port)
+        self._quick[name] = self._quick.get(name, 0) + 1 if self._quick_death(name, port) else 0
+        self._earned[name] = 0
+
+    def _note_death(self, name: str, port) -> None:
+        if isinstance(port, ExternalPort) and port.dead is not None and not port.death_noted:
+            port.death_noted = True
+            why = str(port.dead).splitlines()[0]
+            self._deaths.setdefault(name, []).append(
+                f"{death_kind(why)} after {port.answered} answer(s): {why}")
+
+    def _restart(self, name: str, port: ExternalPort) -> None:
+        dead = port.dead
+        self._note_death(name, port)
         done = self._restarts.setdefault(name, [])
+        allowed = self.can_restart(name)
         self._ports.pop(name).close()
-        if len(done) >= MAX_RESTARTS:
-            self._errors[name] = PortError(f"port for {name} went down {len(done) + 1} times; "
+        if not allowed:
+            self._errors[name] = PortError(f"port for {name} went down {len(done) + 1} times, the last "
+                                           f"{MAX_RESTARTS + 1} in a row within {EARNED} answers of a start; "
                                            f"not restarted again. Last error: {dead}", stderr=dead.stderr)
             raise self._errors[name]
-        note = f"restart {len(done) + 1}/{MAX_RESTARTS} after: {str(dead).splitlines()[0]}"
+        self._count_death(name, port)
+        note = (f"restart {len(done) + 1} ({self._quick[name]}/{MAX_RESTARTS} quick in a row) after "
+                f"{port.answered} answer(s): {str(dead).splitlines()[0]}")
         done.append(note)
         self._untaken.setdefault(name, []).append(note)
 
-    def take_restarts(self, name: str) -> list[str]:
-        """Restart notes for ``name`` not yet reported."""
-        return self._untaken.pop(name, [])
+    def take_notes(self, name: str) -> tuple[list[str], list[str]]:
+        """``(restarts, deaths)`` of ``name``'s port not yet reported: a death is noted once,
+        when the port is restarted or when this is asked while it is down."""
+        self._note_death(name, self._ports.get(name))
+        return self._untaken.pop(name, []), self._deaths.pop(name, [])
 
     def _open(self, vut: VocabUnderTest) -> Port:
         try:
-            port = open_port(self.port_spec, vut.path, reference=vut.reference)
+            port = self._opener(self.port_spec, vut.path, reference=vut.reference)
             if isinstance(port, ExternalPort):
                 self._check_n_vocab(port, vut)
             return port
@@ -96,7 +155,7 @@ class Session:
     def _check_n_vocab(port: "ExternalPort", vut: VocabUnderTest) -> None:
         n = port.info().get("n_vocab")
         if n is not None and n != vut.reference.n_vocab:
-            port.close()
+            port.close()  # its stderr is kept
             raise PortError(f"port {port.command!r} answers info with n_vocab={n!r}, but llama.cpp "
                             f"has {vut.reference.n_vocab} tokens in {vut.path}: the port loaded another "
                             "vocab, or counts tokens differently", stderr=port.stderr())
@@ -105,7 +164,12 @@ class Session:
         # External ports are processes: keep only a few alive per worker.
         external = [k for k, p in self._ports.items() if isinstance(p, ExternalPort)]
         for name in external[:-MAX_OPEN_EXTERNAL]:
-            self._ports.pop(name).close()
+            port = self._ports.pop(name)
+            if port.dead is not None:
+                self._count_death(name, port)  # noted, though it is not restarted here
+            else:
+                self._earned[name] = self._earned.get(name, 0) + port.answered
+            port.close()
 
     def close(self) -> None:
         """Stop every external port process."""

@@ -84,6 +84,12 @@ class VocabUnderTest:
         """The port, opened once; a PortError is remembered and re-raised."""
         return self.session.port(self)
 
+    def port_death(self) -> PortError | None:
+        """The error the open port went down with, if it did (None for a live or in-process
+        port): a hunt asks, so a port that died on a detail's request is still counted."""
+        death = getattr(self.session, "port_death", None)  # the pytest plugin's session has none
+        return death(self.name) if death else None
+
     # --- the port, called with its errors sorted ------------------------------------------
     def unsupported_reason(self, op: str, **flags: bool) -> str:
         """What the port declares it cannot express for this op and flags ('' if nothing).
@@ -132,11 +138,21 @@ class VocabUnderTest:
         (the report then labels the reference's piece as such)."""
         out = {}
         for i in set(ids):
-            try:
-                out[i] = bytes(self.call_port("token_to_piece", i, special=True))
-            except (PortError, TypeError, ValueError):
-                continue
+            piece = self.detail_piece(i, True)
+            if piece is not None:
+                out[i] = piece
         return out
+
+    def detail_piece(self, id: int, special: bool) -> bytes | None:
+        """The port's own piece of ``id`` for a report's detail, or None where it gives none.
+        A port that is down is not asked (asking would restart it in the middle of a test:
+        the hunt counts its death, :meth:`port_death`)."""
+        if self.port_death() is not None:
+            return None
+        try:
+            return bytes(self.call_port("token_to_piece", id, special=special))
+        except (PortError, TypeError, ValueError):
+            return None
 
     # --- findings -----------------------------------------------------------------------
     def finding(self, check: str, text: str, add_special: bool, parse_special: bool,
@@ -259,10 +275,7 @@ class VocabUnderTest:
         memo = self.__dict__.setdefault("_own_pieces", {})
         key = (id, special)
         if key not in memo:
-            try:
-                memo[key] = bytes(self.call_port("token_to_piece", id, special=special))
-            except (PortError, TypeError, ValueError):
-                memo[key] = None
+            memo[key] = self.detail_piece(id, special)
         return memo[key]
 
     def _emitted(self, f: Finding, i: int) -> str:
@@ -366,24 +379,29 @@ class VocabUnderTest:
         """The port's answer to ``op`` for each input (ids for encode, bytes for decode), or
         the PortError it got; batched (:data:`harness.protocol.client.BATCH_SIZE` requests per
         line at most) for an external port that has the batch op."""
-        port = self.port
-        if isinstance(port, ExternalPort) and not self.unsupported_reason(op, **flags) and port.batches:
-            try:
+        try:  # opening (or restarting) the port may fail too: then every input gets that error
+            port = self.port
+            if isinstance(port, ExternalPort) and not self.unsupported_reason(op, **flags) and port.batches:
                 return port.many(op, inputs, **flags)
-            except PortError as e:  # down: every input gets the error (the hunt counts it once)
-                return [e] * len(inputs)
+        except PortError as e:  # down: every input gets the error (the hunt counts it once)
+            return [e] * len(inputs)
         out = []
-        for x in inputs:
+        for k, x in enumerate(inputs):
             try:
                 out.append(self.call_port(op, x, **flags))
-            except PortError as e:
+            except PortRequestError as e:
                 out.append(e)
+            except PortError as e:  # down: asking on would restart it for each input
+                return out + [e] * (len(inputs) - k)
         return out
 
     def port_pieces_of(self, ids, special: bool) -> dict:
         """id -> the port's piece, or the PortError its request got; batched for an external
         port that has the batch op."""
-        port = self.port
+        try:
+            port = self.port
+        except PortError as e:  # cannot open (or restart): every id gets the error
+            return dict.fromkeys(ids, e)
         if not isinstance(port, ExternalPort) or self.unsupported_reason("piece", special=special):
             out = {}
             for i in ids:

@@ -38,6 +38,7 @@ from pathlib import Path
 from harness.fuzz.mutations import CLASSES, mutate
 from dataclasses import dataclass, field
 
+from harness.fuzz import report
 from harness.fuzz.sandbox import Child, start, wait
 from harness.fuzz.seeds import PROBE_FLAGS, PROBE_TEXTS, SEEDS
 
@@ -252,21 +253,12 @@ def fuzz(seconds: float, *, seed: int = 0, max_cases: int | None = None, classes
 
 
 def _save(out: Path, stem: str, data: bytes, detail: dict) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    (out / f"{stem}.gguf").write_bytes(data)
-    (out / f"{stem}.json").write_text(json.dumps(detail, indent=1, default=str))
+    report.save(out, stem, detail, data)
 
 
 def table(counts: dict[str, Counter]) -> str:
     """Counts per mutation class, one row each, and a total row."""
-    head = f"{'class':12}" + "".join(f"{k:>12}" for k in OUTCOMES)
-    total = Counter()
-    lines = [head, "-" * len(head)]
-    for cls, c in counts.items():
-        total.update(c)
-        lines.append(f"{cls:12}" + "".join(f"{c[k]:>12}" for k in OUTCOMES))
-    lines.append(f"{'total':12}" + "".join(f"{total[k]:>12}" for k in OUTCOMES))
-    return "\n".join(lines)
+    return report.table(counts, OUTCOMES)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -282,10 +274,8 @@ def main(argv: list[str] | None = None) -> int:
                   out=Path(args.out), progress=lambda n: print(f"fuzz: {n} cases", file=sys.stderr, flush=True))
     print(table(counts))
     total = sum((c for c in counts.values()), Counter())
-    bad = {k: total[k] for k in FAILURES if total[k]}
-    print(f"\n{total['cases']} cases in {time.monotonic() - started:.0f} s (seed {args.seed}); "
-          + (f"FAILED: {bad}; cases saved under {args.out}/" if bad else "no failures"))
-    return 1 if bad else 0
+    print("\n" + report.closing(total, FAILURES, time.monotonic() - started, args.seed, args.out, "cases"))
+    return 1 if report.failures(total, FAILURES) else 0
 
 
 if __name__ == "__main__":

@@ -61,6 +61,8 @@ class LineChannel:
         if at < 0:
             self._scanned = len(self._buf)
             return None
+        if at > self.max_line:  # its newline came in the chunk that crossed the limit
+            raise self._too_long()
         line = bytes(self._buf[:at])
         del self._buf[:at + 1]
         self._scanned = 0
@@ -74,8 +76,11 @@ class LineChannel:
             return
         self._buf += chunk
         if len(self._buf) > self.max_line and self._buf.find(b"\n", self._scanned) < 0:
-            raise ChannelError("too-long", f"answered a line longer than {self.max_line} bytes "
-                               "(no newline yet): one answer must be one JSON line")
+            raise self._too_long()
+
+    def _too_long(self) -> ChannelError:
+        return ChannelError("too-long", f"answered a line longer than {self.max_line} bytes: "
+                            "one answer must be one JSON line")
 
     def _write(self, data: memoryview) -> int:
         try:

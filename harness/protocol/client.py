@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
+import signal
 import subprocess
 import tempfile
 from pathlib import Path
@@ -26,9 +28,21 @@ from pathlib import Path
 from harness.errors import PortError, PortRequestError, PortUnsupported
 from harness.protocol.channel import MAX_LINE, ChannelError, LineChannel
 
-DEFAULT_TIMEOUT = float(os.environ.get("PORT_TIMEOUT", "30"))
+DEFAULT_TIMEOUT = 30.0  # seconds per request, unless $PORT_TIMEOUT says otherwise
+
+
+def port_timeout() -> float:
+    """``$PORT_TIMEOUT`` (read when a port starts, so a run in process honours it), else 30 s.
+
+    >>> port_timeout() > 0
+    True
+    """
+    return float(os.environ.get("PORT_TIMEOUT") or DEFAULT_TIMEOUT)
 #: Requests sent in one ``batch`` line at most.
 BATCH_SIZE = 512
+#: The port's stderr kept in an error: its last bytes (a port may log without end).
+STDERR_TAIL = 64 * 1024
+_HEX = re.compile(r"(?:[0-9a-fA-F]{2})*")
 
 
 def split_command(command: str, vocab_path: str | Path) -> list[str]:
@@ -54,29 +68,53 @@ class ExternalPort:
     """
 
     def __init__(self, command: str, vocab_path: str | Path, *, n_vocab: int = 0,
-                 timeout: float = DEFAULT_TIMEOUT, max_line: int = MAX_LINE):
+                 timeout: float | None = None, max_line: int = MAX_LINE):
         self.argv = split_command(command, vocab_path)
-        self.command, self.timeout, self._n_vocab = command, timeout, n_vocab
+        self.command, self._n_vocab = command, n_vocab
+        self.timeout = port_timeout() if timeout is None else timeout
         self._stderr = tempfile.TemporaryFile()  # a file, not a pipe: a chatty port cannot block
         try:
-            self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         stderr=self._stderr)
+            self.proc = self._spawn(self.argv, self._stderr)
         except OSError as e:
             raise PortError(f"cannot start port {self.argv!r}: {e}. Check the PORT command.") from e
         # Non-blocking pipes under one deadline per request: see harness.protocol.channel.
         self._channel = LineChannel(self.proc.stdin, self.proc.stdout, max_line=max_line)
         self.dead: PortError | None = None
+        self._closed, self._last_stderr = False, ""
+        self.answered = 0  # answer lines read back: how much work the port did before it went down
+        self.death_noted = False  # the engine's Session has noted how it went down
         self._info: dict | None = None
 
+    def _spawn(self, argv: list[str], stderr) -> subprocess.Popen:
+        """Start the port process: pipes for stdin and stdout, ``stderr`` a file, in a session
+        of its own, so :meth:`_kill` stops the children it forked too (the port fuzzer,
+        :mod:`harness.fuzz.ports`, forks its scripted ports here instead)."""
+        return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
+                                start_new_session=True)
+
     def stderr(self) -> str:
-        """Everything the port wrote to stderr so far."""
-        self._stderr.seek(0)
-        return self._stderr.read().decode("utf-8", "replace")
+        """What the port wrote to stderr so far: its last :data:`STDERR_TAIL` bytes (read at
+        an offset: the port's own writes share the file's position)."""
+        if self._stderr.closed:
+            return self._last_stderr
+        fd = self._stderr.fileno()
+        size = os.fstat(fd).st_size
+        start = max(0, size - STDERR_TAIL)
+        text = os.pread(fd, size - start, start).decode("utf-8", "replace")
+        return f"[first {start} bytes of stderr left out]\n{text}" if start else text
+
+    def _kill(self) -> None:
+        """Kill the port and whatever it forked (its process group), and reap it."""
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except OSError:  # gone already, or not a group leader
+            pass
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
 
     def _fail(self, what: str, request: dict) -> PortError:
-        if self.proc.poll() is None:
-            self.proc.kill()  # a port that misbehaved once is not trusted again
-            self.proc.wait()
+        self._kill()  # a port that misbehaved once is not trusted again
         req = json.dumps(request, ensure_ascii=True)
         err = PortError(f"port {self.command!r} {what} on request {req[:500]}", stderr=self.stderr())
         self.dead = err
@@ -87,7 +125,8 @@ class ExternalPort:
         if not isinstance(response, dict):
             raise self._fail(f"answered {str(response)[:300]}, not a JSON object", request)
         if "error" in response:
-            message = str(response["error"])
+            # backslashreplace: a lone surrogate ("\\ud800" in JSON) cannot be written as UTF-8
+            message = str(response["error"]).encode("utf-8", "backslashreplace").decode("utf-8")
             req = json.dumps(request, ensure_ascii=True)[:300]
             if message.lower().startswith("unsupported"):
                 raise PortUnsupported(f"port {self.command!r} cannot express {req}: {message[:300]}")
@@ -157,15 +196,16 @@ class ExternalPort:
                                           self.timeout)
         except ChannelError as e:
             if e.kind in ("eof", "closed-stdin"):
-                try:
-                    self.proc.wait(timeout=5)
+                try:  # within the request's own deadline: a port may close stdout and run on
+                    self.proc.wait(timeout=min(5.0, self.timeout))
                 except subprocess.TimeoutExpired:
                     raise self._fail(f"{e} but is still running", request) from None
                 raise self._fail(f"crashed (exit code {self.proc.returncode}): {e}", request) from None
             raise self._fail(str(e), request) from None
-        try:
-            response = json.loads(line)
-        except ValueError:
+        self.answered += 1
+        try:  # UTF-8 only: json.loads would take UTF-16 and UTF-32 bytes, and encoded surrogates
+            response = json.loads(line.decode("utf-8"))
+        except (ValueError, RecursionError):  # RecursionError: JSON nested too deep
             raise self._fail(f"answered garbage {line[:200]!r}", request) from None
         if not isinstance(response, dict):
             raise self._fail(f"answered {str(response)[:300]}, not a JSON object", request)
@@ -182,10 +222,9 @@ class ExternalPort:
 
     def _bytes(self, req: dict, response: dict | None = None) -> bytes:
         value = self._field(self.request(req) if response is None else response, "bytes_hex", req)
-        try:
-            return bytes.fromhex(value)
-        except (TypeError, ValueError):
-            raise self._fail(f"answered bad bytes_hex {str(value)[:300]!r}", req) from None
+        if not isinstance(value, str) or not _HEX.fullmatch(value):  # fromhex would skip spaces
+            raise self._fail(f"answered bad bytes_hex {str(value)[:300]!r} (pairs of hex digits expected)", req)
+        return bytes.fromhex(value)
 
     def decode(self, ids, *, remove_special=False, unparse_special=False):
         return self._bytes({"op": "decode", "ids": list(ids), "remove_special": remove_special,
@@ -206,6 +245,10 @@ class ExternalPort:
         ids = self._field(self.request(req) if response is None else response, "ids", req)
         if not isinstance(ids, list) or not all(type(i) is int for i in ids):
             raise self._fail(f"answered non-integer ids {str(ids)[:300]}", req)
+        n = self._n_vocab
+        bad = next((i for i in ids if not 0 <= i < n), None) if n else None
+        if bad is not None:  # no token has that id: not an answer, whatever the text
+            raise self._fail(f"answered id {bad} out of range [0, {n}) in ids {str(ids)[:200]}", req)
         return ids
 
     def pieces(self, ids, *, special=False) -> list:
@@ -226,12 +269,22 @@ class ExternalPort:
         return frozenset(str(x).lower() for x in declared) if isinstance(declared, list) else frozenset()
 
     def close(self) -> None:
-        """Stop the process (idempotent)."""
+        """Stop the process and release its pipes and stderr file (idempotent; :meth:`stderr`
+        still answers what it had)."""
+        if self._closed:
+            return
+        self._closed = True
         self._channel.close()
         if self.proc.poll() is None:
             try:
                 self.proc.stdin.close()
                 self.proc.wait(timeout=2)
             except (OSError, subprocess.TimeoutExpired):
-                self.proc.kill()
-                self.proc.wait()
+                pass
+        self._kill()  # a child it forked may still hold the pipes
+        self._last_stderr = self.stderr()
+        for f in (self.proc.stdin, self.proc.stdout, self._stderr):  # not left to the collector
+            try:
+                f.close()
+            except OSError:
+                pass

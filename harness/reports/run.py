@@ -17,7 +17,7 @@ JSON schema of ``conformance.json`` (version 3)::
              "reproduce", "vocabs", "started", "wall_s", "host", "replay_store",
              "derived": {"derived:<name>": {"kind", "derived_from", "description", "sha256"}}},
      "totals": {"cases", "causes", "divergences", "divergent_cases", "port_errors", "errors",
-                "unsupported_cases", "not_checked_cases", "capped_cases", "unattributed_cases", "restarts",
+                "unsupported_cases", "not_checked_cases", "capped_cases", "unattributed_cases", "restarts", "port_deaths", "port_deaths_by_kind",
                 "diagnosis_seconds": {"shrink", "diagnose", "predict", "characterise"},   # worker seconds
                 "replayed_inputs", "replayed_findings", "scaling_runs", "slow_runs",
                 "cells_by_outcome": {outcome: int}},   # by all of a cell's outcomes: "error + divergence"
@@ -41,7 +41,7 @@ JSON schema of ``conformance.json`` (version 3)::
          "not_checked": int, "capped": int, "errors": int, "replayed": int,
          "unattributed": int,    # divergent cases no cause took within the count budgets
          "diagnosis_seconds": {"shrink", "diagnose", "predict", "characterise"},  # wall s in this test
-         "restarts": int, "seconds": float,
+         "restarts": int, "deaths": int, "seconds": float,
          "scaling_runs": int, "slow": int,   # encode cells that timed runs: how many, how many slow
          "unsupported_reason": str, "error": str, "error_at": str,
          "outcome": "error"|"port error"|"divergence"|"unsupported"|"partial"|"not checked"|"pass",  # the worst
@@ -54,7 +54,8 @@ JSON schema of ``conformance.json`` (version 3)::
                       "shape": str,                        # messages alike but for numbers, ids, quotes
                       "variants": [str],                   # its distinct messages (the first 50)
                       "variant_count": int}],              # how many there were
-     "restarts": [{"vocab": str, "test": str, "note": str}],
+     "restarts": [{"vocab": str, "test": str, "note": str}],  # "restart N (Q/3 quick in a row) after A answer(s): why"
+     "port_deaths": [{"vocab": str, "test": str, "note": str}],  # "<crashed|hung|...> after A answer(s): why"
      "scaling": [                # each run the encode check timed (harness/reports/scaling.py)
         {"vocab", "check", "flags", "test", "run": "repeat"|"word"|"whitespace"|"specials", "example",
          "sizes": [int],                          # bytes
@@ -96,6 +97,7 @@ from __future__ import annotations
 import bisect
 import json
 import time
+from collections import Counter
 from pathlib import Path
 
 from harness.errors import VARIANTS_KEPT, root_cause, root_shape
@@ -152,6 +154,20 @@ def derived_lines(derived: dict[str, dict]) -> str:
                      for k, v in sorted(derived.items()))
 
 
+def death_lines(deaths: list[dict]) -> list[str]:
+    """One line per vocab: how many times its port went down, and how.
+
+    >>> death_lines([{"vocab": "v", "note": "crashed after 3 answer(s): x"},
+    ...              {"vocab": "v", "note": "hung after 9 answer(s): y"}])
+    ['port went down: v: 2 time(s) (crashed 1, hung 1)']
+    """
+    by_vocab: dict[str, Counter] = {}
+    for d in deaths:
+        by_vocab.setdefault(d["vocab"], Counter())[d["note"].split(" after ")[0]] += 1
+    return [f"port went down: {v}: {sum(c.values())} time(s) ({', '.join(f'{k} {n}' for k, n in sorted(c.items()))})"
+            for v, c in sorted(by_vocab.items())]
+
+
 class RunReport:
     """The tallies of one run, gathered (works with and without xdist)."""
 
@@ -163,6 +179,7 @@ class RunReport:
         self.errors: list[dict] = []
         self.port_errors: dict[tuple[str, str], dict] = {}
         self.restarts: list[dict] = []
+        self.deaths: list[dict] = []  # each time the port went down: {"vocab", "test", "note"}
         self.reference_cells: list[dict] = []
         self.reference_findings: list[Finding] = []
         self.reference_errors: list[dict] = []
@@ -198,6 +215,8 @@ class RunReport:
             self._port_error(err, counts, data["test"])
         self.restarts += [{"vocab": counts["vocab"], "test": data["test"], "note": n}
                           for n in data.get("restarts", [])]
+        self.deaths += [{"vocab": counts["vocab"], "test": data["test"], "note": n}
+                        for n in data.get("deaths", [])]
         self.scaling = sorted(self.scaling + [(data["test"], Scaling.from_json(x)) for x in data.get("scaling", [])],
                               key=lambda ts: (ts[0], ts[1].run))
         w = self.workers.setdefault(worker, {"cases": 0, "seconds": 0.0})
@@ -237,6 +256,8 @@ class RunReport:
                 "unattributed_cases": sum(c.get("unattributed", 0) for c in self.cells),
                 "diagnosis_seconds": _summed(c.get("diagnosis_seconds") or {} for c in self.cells),
                 "restarts": len(self.restarts),
+                "port_deaths": len(self.deaths),
+                "port_deaths_by_kind": dict(sorted(Counter(d["note"].split(" after ")[0] for d in self.deaths).items())),
                 "replayed_inputs": sum(c.get("replayed", 0) for c in self.cells),
                 "replayed_findings": len(self.replay_only()),
                 "scaling_runs": len(self.scaling), "slow_runs": sum(s.slow for _, s in self.scaling),
@@ -323,8 +344,9 @@ class RunReport:
             variants = variants_text(err)
             out.append((f"-port error: {err['vocab']} ({err['cases']} case(s), {len(err['tests'])} test(s))",
                         err["message"] + (f"\n  {variants}" if variants else "")))
-        out += [(None, f"port restarted: {r['vocab']} before {r['test']}: {r['note']}") for r in self.restarts]
+        out += [(None, f"port restarted: {r['vocab']} in {r['test']}: {r['note']}") for r in self.restarts]
         out += scaling_summary(s for _, s in self.scaling)
+        out += [(None, line) for line in death_lines(self.deaths)]
         out += self._reference_summary()
         if t["replayed_inputs"]:
             only = self.replay_only()
@@ -337,7 +359,9 @@ class RunReport:
                           f"{t['unsupported_cases']} unsupported case(s), {t['not_checked_cases']} case(s) not "
                           f"checked, {t['capped_cases']} capped case(s), {t['unattributed_cases']} divergent case(s) "
                           f"unattributed (past the cases kept and examined per signature, or no cause left to give them), "
-                          f"{t['restarts']} restart(s), {t['slow_runs']} slow run(s) (length scaling); "
+                          f"{t['restarts']} restart(s), {t['port_deaths']} time(s) the port went down"
+                          + (f" ({', '.join(f'{k} {v}' for k, v in t['port_deaths_by_kind'].items())})"
+                             if t["port_deaths"] else "") + f", {t['slow_runs']} slow run(s) (length scaling); "
                           f"cells: {', '.join(f'{v} {k}' for k, v in sorted(t['cells_by_outcome'].items()))}; "
                           f"reports in {report_dir}/"))
         spent = t["diagnosis_seconds"]
@@ -387,7 +411,7 @@ class RunReport:
                 "causes": [c.to_json(self.findings) for c in causes],
                 "divergences": [f.to_json() | {"cause": cause_of[k]} for k, f in enumerate(self.findings)],
                 "errors": self.errors,
-                "port_errors": list(self.port_errors.values()), "restarts": self.restarts,
+                "port_errors": list(self.port_errors.values()), "restarts": self.restarts, "port_deaths": self.deaths,
                 "scaling": [s.to_json() | {"test": test} for test, s in self.scaling],
                 "cells": sorted(merged, key=order), "reference_checks": reference,
                 "vocabs": vocabs, "throughput": self.throughput(), "tallies": self.tallies}

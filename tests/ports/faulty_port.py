@@ -6,6 +6,7 @@ It answers the protocol of ``python -m harness serve`` with the harness tokenize
     python tests/ports/faulty_port.py --vocab V [--bugs digits,nbsp,decode-space,fffd,extra-token,...]
         [--declare parse_special=true,piece] [--refuse remove_special=true]
         [--crash-after N --crash-once FILE] [--error-on TEXT]
+        [--flaky CRASH,HANG --flaky-log FILE [--flaky-seed N]]
 
 Bugs (each independent of the others):
 - ``digits``: each digit encoded on its own (only without add_special);
@@ -30,14 +31,22 @@ Each bug is one cause for ``harness.diagnosis`` (tests/test_diagnosis.py names t
 ``--crash-once`` names does not exist yet (it is created first).
 It answers ``{"op":"batch","requests":[...]}`` too (``info`` says ``"batch": true``).
 ``--error-on TEXT`` answers ``{"error": ...}`` to encodes whose text holds TEXT.
+``--flaky 0.001,0.0001`` crashes (exit status 9) on a random 0.1 % of request lines and hangs
+on another 0.01 % (``info`` lines excepted: a port that cannot start is another matter),
+seeded by ``--flaky-seed``, the vocab and how many times this vocab's port started before;
+each start, crash and hang is a JSON line in ``--flaky-log`` (the soak counts them,
+tests/test_soak.py).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import random
 import re
 import sys
+import time
 import unicodedata
 from pathlib import Path
 
@@ -151,6 +160,45 @@ class Faulty:
             sys.exit(9)
 
 
+class Flaky:
+    """Crashes and hangs on a seeded random share of request lines (see the module docstring)."""
+
+    def __init__(self, rates: str, log: str, seed: int, vocab: str):
+        self.crash, self.hang = (float(x) for x in rates.split(","))
+        self.log, self.vocab = log, Path(vocab).name
+        starts = sum(1 for e in self._entries() if e["vocab"] == self.vocab and e["event"] == "start")
+        self.rng = random.Random(f"{seed}:{self.vocab}:{starts}")
+        self.served = 0
+        self._write("start")
+
+    def _entries(self) -> list[dict]:
+        try:
+            with open(self.log) as f:
+                return [json.loads(line) for line in f if line.strip()]
+        except OSError:
+            return []
+
+    def _write(self, event: str) -> None:
+        fd = os.open(self.log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        os.write(fd, json.dumps({"vocab": self.vocab, "event": event, "pid": os.getpid(),
+                                 "served": self.served}).encode() + b"\n")
+        os.close(fd)
+
+    def before(self, req: dict) -> None:
+        """Crash or hang here, or answer."""
+        if req.get("op") == "info":
+            return
+        self.served += 1
+        u = self.rng.random()
+        if u < self.crash:
+            self._write("crash")
+            print(f"faulty port: crashing on purpose on request {self.served}", file=sys.stderr, flush=True)
+            os._exit(9)
+        if u < self.crash + self.hang:
+            self._write("hang")
+            time.sleep(3600)
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--vocab", required=True)
@@ -160,10 +208,18 @@ def main() -> None:
     p.add_argument("--crash-after", type=int, default=0)
     p.add_argument("--crash-once", default="")
     p.add_argument("--error-on", default="")
-    port = Faulty(p.parse_args())
+    p.add_argument("--flaky", default="")
+    p.add_argument("--flaky-log", default="")
+    p.add_argument("--flaky-seed", type=int, default=0)
+    args = p.parse_args()
+    port = Faulty(args)
+    flaky = Flaky(args.flaky, args.flaky_log, args.flaky_seed, args.vocab) if args.flaky else None
     for line in sys.stdin.buffer:
         port.maybe_crash()
-        print(json.dumps(port.answer(json.loads(line))), flush=True)
+        req = json.loads(line)
+        if flaky:
+            flaky.before(req)
+        print(json.dumps(port.answer(req)), flush=True)
 
 
 if __name__ == "__main__":

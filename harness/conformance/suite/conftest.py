@@ -123,8 +123,8 @@ def hunt(request, session, vocab):
     def make(check: str, flags: str, run, **options) -> Hunt:
         h = Hunt(check, flags, run, vocab=label_of(vocab),
                  replay_key=request.node.nodeid, detail=session.vocab(vocab).with_spans,
-                 probe=session.vocab(vocab).probe, **options)
-        h.tally.restarts = session.take_restarts(vocab)
+                 probe=session.vocab(vocab).probe, port_death=session.vocab(vocab).port_death,
+                 notes=lambda: session.take_notes(vocab), revive=lambda: session.can_restart(vocab), **options)
         made.append(h)
         request.node.conformance_hunts = made
         return h
