@@ -256,3 +256,42 @@ def piece_kind(piece: bytes) -> str:
         return "newline" if b"\n" in piece or b"\r" in piece else "whitespace"
     what = class_at(piece, 0)
     return "whitespace" if what == "space" else what
+
+
+def locus(f) -> str | int | None:
+    """Where a finding's divergence is, as the thing a person would fix: llama.cpp's character
+    at the first divergent byte of the text (encode), the id whose piece holds the first
+    divergent byte (decode), or the id (piece). None where it cannot be told.
+
+    >>> from harness.reports.diff import Divergence
+    >>> from harness.reports.finding import Finding
+    >>> locus(Finding("encode", "v", None, False, False, "a\xa0b", Divergence(1, 1, True, (1,), (2,))))
+    '\xa0'
+    >>> locus(Finding("piece", "v", None, False, False, "", Divergence(0, 0, True, b"a", b"b"), decoded_ids=(7,)))
+    7
+    """
+    d = f.divergence
+    if d is None:
+        return None
+    if f.check == "piece":
+        return f.decoded_ids[0] if f.decoded_ids else None
+    if f.check == "decode":
+        pos = 0
+        for i in f.decoded_ids:
+            piece = f.pieces.get(i)
+            if piece is None:
+                return None
+            pos += len(piece)
+            if pos > d.index:
+                return i
+        return None
+    data = f.text.encode("utf-8", "surrogatepass") if isinstance(f.text, str) else bytes(f.text)
+    off = d.byte_offset
+    if not 0 <= off < len(data):
+        return None
+    for n in (1, 2, 3, 4):
+        try:
+            return data[off:off + n].decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+    return None

@@ -81,7 +81,7 @@ class Finding:
     # (made, passed): fresh inputs its explanations predicted and the port answered as they
     # do (harness.engine.causes); () when the port was not asked (it went down, or no diagnosis ran).
     predictions: tuple = ()
-    # What its cause's cases show at the divergence (harness.engine.causes.locus): llama.cpp's
+    # What its cause's cases show at the divergence (harness.engine.signature.locus): llama.cpp's
     # character (encode) or token id (decode, piece) there, counted: ((locus, count), ...).
     loci: tuple = ()
     # An unexplained encode cause's code points on which the port diverges by themselves.
