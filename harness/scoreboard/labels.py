@@ -287,7 +287,7 @@ def names_set(bug: Bug, chars: set[str], ids: set[tuple[str, int]], token_types:
     ``match.text`` finds, or every token one of its ``ids``, ``id_range`` or ``token_types``?
     A bug whose match names no set of either kind is never characterised.
 
-    >>> b = Bug("p", ("v",), (), {"text": "[\\p{P}--\\p{ASCII}]"}, regex.compile("[\\p{P}--\\p{ASCII}]", regex.V1))
+    >>> b = Bug("p", ("v",), (), {"text": r"[\\p{P}--\\p{ASCII}]"}, regex.compile(r"[\\p{P}--\\p{ASCII}]", regex.V1))
     >>> names_set(b, {"\uff08", "\u2019"}, set(), TokenTypes()), names_set(b, {"\uff08", "a"}, set(), TokenTypes())
     (True, False)
     """
