@@ -322,15 +322,13 @@ class CauseFinder:
         # the same way, the defect is wider than the explanation ("no BOS on an empty text" for
         # no BOS at all, "U+1343D is unassigned" for every format control kept, lossy UTF-8 for
         # lossy per token).
-        agreements = getattr(self.diagnoser, "agreements", None)
-        if agreements is not None:
-            for x in agreements(key, f, AGREEMENTS, targeted=own[0] >= NARROW):
-                got = self.probe(f.check, x, None)
-                if got is UNANSWERED or got is None:
-                    continue
-                mine, theirs = tuple(self._signature(got)), tuple(self._signature(f))
-                if mine[:1] + mine[2:] == theirs[:1] + theirs[2:]:  # the same difference, whatever the edit
-                    return own[0] + other[0] + 1, own[1] + other[1], False
+        for x in self.diagnoser.agreements(key, f, AGREEMENTS, targeted=own[0] >= NARROW):
+            got = self.probe(f.check, x, None)
+            if got is UNANSWERED or got is None:
+                continue
+            mine, theirs = tuple(self._signature(got)), tuple(self._signature(f))
+            if mine[:1] + mine[2:] == theirs[:1] + theirs[2:]:  # the same difference, whatever the edit
+                return own[0] + other[0] + 1, own[1] + other[1], False
         return own[0] + other[0], own[1] + other[1], 2 * other[1] > other[0] or not other[0]
 
     @contextmanager

@@ -28,7 +28,7 @@ from functools import cached_property
 from pathlib import Path
 
 from harness.engine.predictions import (_other_flags, _split_character, f_input, outside_table,
-                                        prediction_inputs)
+                                        prediction_inputs, same_class)
 from harness.errors import HarnessError
 from harness.reports.finding import BYTE_CHECKS, Finding
 
@@ -268,13 +268,8 @@ class Diagnoser:
         v = self._bound.get(key)
         if c is None or f.check in BYTE_CHECKS or c not in f.text:
             return []
-        from harness.tokenizer import unicode as U
-        import numpy as np
-        same = np.flatnonzero(U.FLAGS == U.FLAGS[ord(c)]).tolist()
-        same = [cp for cp in same if cp != ord(c) and not 0xD800 <= cp < 0xE000]
-        step = max(1, len(same) // n)
         out = []
-        for cp in same[::step][:n]:
+        for cp in same_class(ord(c), n):
             other = v.bind(chr(cp))
             k = key_of(other)
             self._bound.setdefault(k, other)

@@ -78,18 +78,23 @@ def outside_table(variant, f: Finding, n: int = 6) -> list[str]:
     table = getattr(variant, "table", None)
     if table is None or f.check in BYTE_CHECKS:
         return []
+    cps = table()
+    return [f.text.replace(c, chr(cp)) for c in dict.fromkeys(f.text) if ord(c) in cps
+            for cp in same_class(ord(c), n, leave_out=cps)]
+
+
+def same_class(cp: int, n: int, leave_out=frozenset()) -> list[int]:
+    """Up to ``n`` code points llama.cpp gives the same flags as ``cp`` (its Unicode class:
+    whitespace, punctuation, ...), ``cp``, surrogates and ``leave_out`` aside, spread over them.
+
+    >>> [f"U+{c:04X}" for c in same_class(0xA0, 3)]
+    ['U+0020', 'U+2005', 'U+200A']
+    """
     from harness.tokenizer import unicode as U
     import numpy as np
-    cps = table()
-    out = []
-    for c in dict.fromkeys(f.text):
-        if ord(c) not in cps:
-            continue
-        same = [cp for cp in np.flatnonzero(U.FLAGS == U.FLAGS[ord(c)]).tolist()
-                if cp not in cps and not 0xD800 <= cp < 0xE000]
-        step = max(1, len(same) // n)
-        out += [f.text.replace(c, chr(cp)) for cp in same[::step][:n]]
-    return out
+    same = [c for c in np.flatnonzero(U.FLAGS == U.FLAGS[cp]).tolist()
+            if c != cp and c not in leave_out and not 0xD800 <= c < 0xE000]
+    return same[::max(1, len(same) // n)][:n]
 
 
 def _special_ids(tok) -> dict[int, list[int]]:
