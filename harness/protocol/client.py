@@ -247,8 +247,13 @@ class ExternalPort:
             raise self._fail(f"answered non-integer ids {str(ids)[:300]}", req)
         n = self._n_vocab
         bad = next((i for i in ids if not 0 <= i < n), None) if n else None
-        if bad is not None:  # no token has that id: not an answer, whatever the text
-            raise self._fail(f"answered id {bad} out of range [0, {n}) in ids {str(ids)[:200]}", req)
+        if bad is not None:
+            # no token has that id: not an answer, whatever the text; but the port answered in
+            # step (a well-formed line for this request), so it is this request's port error and
+            # the port keeps serving (a port that emits -1 for an unknown piece is not down)
+            req_text = json.dumps(req, ensure_ascii=True)[:300]
+            raise PortRequestError(f"port {self.command!r} answered id {bad} out of range [0, {n}) in ids "
+                                   f"{str(ids)[:200]} to {req_text}", stderr=self.stderr())
         return ids
 
     def pieces(self, ids, *, special=False) -> list:
