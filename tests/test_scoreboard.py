@@ -20,7 +20,7 @@ from harness.reports.scoreboard import README_BEGIN, html_page, markdown, readme
 from harness.scoreboard import run as board
 from harness.scoreboard.ports import discover, select
 from harness.reports.cells import cell_outcome
-from harness.scoreboard.summary import vocab_entry
+from harness.scoreboard.summary import port_row, vocab_entry
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -157,3 +157,18 @@ def test_a_port_the_board_did_not_run_reads_not_checked(tmp_path):
     args = board.parse_args(["--no-run", "--out", str(tmp_path / "out")])
     row = board.run_port(port, tmp_path / "out", ["v"], args)
     assert row["vocabs"]["v"]["outcome"] == "not checked" and "not run in this board" in row["vocabs"]["v"]["reason"]
+
+
+def test_a_port_error_vocab_reads_the_ports_own_message():
+    # The checks ran and the port failed: the board says what the port said, not "not run".
+    cells = [{"vocab": "v", "check": c, "flags": "plain", "cases": 0, "port_errors": 1}
+             for c in ("golden", "known", "encode", "decode", "piece")]
+    report = {"cells": cells, "causes": [], "run": {}, "errors": [],
+              "port_errors": [{"vocab": "v", "check": "decode", "flags": "plain", "cases": 40,
+                               "message": "port exited (code 101) on {op: decode}",
+                               "stderr": "thread 'main' panicked at src/token.rs:71:\nempty token list"}]}
+    row = port_row({"name": "p"}, ["v", "w"], report)
+    assert row["vocabs"]["v"]["outcome"] == "error"
+    assert row["vocabs"]["v"]["reason"] == ("port error: port exited (code 101) on {op: decode} "
+                                            "(stderr: empty token list)")
+    assert row["vocabs"]["w"]["reason"].startswith("not run")  # another vocab's error is not its reason

@@ -49,8 +49,30 @@ def port_words(reason: str) -> str:
 VOCAB_OUTCOMES = ("pass", "divergence", "unsupported", "error", "not checked")
 
 
-def vocab_entry(vocab: str, cells: list[dict], causes: list[dict]) -> dict:
-    """The scoreboard entry of one vocab from the port's cells and causes."""
+def failure_words(vocab: str, port_errors: list[dict], errors: list[dict]) -> str:
+    """What went wrong on ``vocab`` in the port's own words: each root port error's message
+    (with the last line of its stderr), then each check that raised, most cases first.
+
+    >>> failure_words("v", [{"vocab": "v", "message": "port x: panicked", "cases": 3,
+    ...                       "stderr": "thread main panicked at src/lib.rs:9\\nnote: backtrace"}], [])
+    'port error: port x: panicked (stderr: note: backtrace)'
+    >>> failure_words("w", [{"vocab": "v", "message": "m"}], [])
+    ''
+    """
+    said = []
+    for err in sorted((e for e in port_errors if e.get("vocab") == vocab), key=lambda e: -e.get("cases", 0)):
+        tail = [line for line in (err.get("stderr") or "").splitlines() if line.strip()][-1:]
+        said.append(f"port error: {err['message'].strip()}" + (f" (stderr: {tail[0].strip()})" if tail else ""))
+    for err in sorted((e for e in errors if e.get("vocab") == vocab), key=lambda e: -e.get("cases", 0)):
+        said.append(f"error in {err.get('check', '?')}: {(err.get('error') or '').strip()}")
+    return "; ".join(said)
+
+
+def vocab_entry(vocab: str, cells: list[dict], causes: list[dict], port_errors: list[dict] = (),
+                errors: list[dict] = ()) -> dict:
+    """The scoreboard entry of one vocab from the port's cells, causes, root port errors and
+    checks that raised (the report's ``port_errors`` and ``errors``: their messages are the
+    reason a vocab reads ``error``)."""
     merged = [c for c in merge_cells(cells).values() if c["vocab"] == vocab]
     checks = {check: cell_outcome(*[c for c in merged if c["check"] == check]) for check in CHECKS}
     if merged and not any(c["check"] == "golden" for c in merged):
@@ -73,7 +95,8 @@ def vocab_entry(vocab: str, cells: list[dict], causes: list[dict]) -> dict:
     if outcome not in ("pass", "divergence"):
         missing = [k for k, v in checks.items() if v != "pass"]
         # The longest: the others are mostly the same answer cut shorter in another message.
-        entry["reason"] = max(reasons, key=len)[:500] if reasons else f"not run: {', '.join(missing)}"
+        said = failure_words(vocab, list(port_errors), list(errors)) if outcome == "error" else ""
+        entry["reason"] = (said or (max(reasons, key=len) if reasons else f"not run: {', '.join(missing)}"))[:500]
     return entry
 
 
@@ -127,7 +150,8 @@ def port_row(manifest: dict, vocabs: list[str], report: dict | None, *, build: d
         return row
     causes = [cause_entry(c) for c in report["causes"]]
     row["causes"] = causes
-    row["vocabs"] = {v: vocab_entry(v, report["cells"], report["causes"]) for v in vocabs}
+    row["vocabs"] = {v: vocab_entry(v, report["cells"], report["causes"], report.get("port_errors", []),
+                                     report.get("errors", [])) for v in vocabs}
     row["totals"] = {k: report.get("totals", {}).get(k) for k in ("cases", "causes", "divergent_cases",
                                                                     "port_errors", "errors")}
     return row
