@@ -103,3 +103,23 @@ def test_a_bug_no_catalogue_entry_models_is_never_named_and_stays_few_causes(pyt
     assert all(d is None for d, _, _ in causes), causes  # no wrong diagnosis
     assert 1 <= len(causes) <= most, causes
     assert sum(n for _, _, n in causes) + report["totals"]["unattributed_cases"] == report["totals"]["divergent_cases"]
+
+
+@pytest.mark.reference
+def test_a_wrong_n_vocab_is_said_once_and_hides_no_finding(pytester, monkeypatch):
+    """A port that counts its added tokens twice (info n_vocab too big) is one root port error
+    naming both counts, and the checks go on: the pieces of every id both sides have are
+    compared, and the port's other bug (reserved control tokens numbered one off) is still its
+    one cause. It used to fail the whole vocab, hiding every finding (transformers on 4 vocabs)."""
+    script = Path(__file__).parent / "ports" / "uncatalogued.py"
+    port = f"{shlex.quote(sys.executable)} {shlex.quote(str(script))} --vocab {{vocab}} --bugs added-twice,reserved-shift"
+    ids = [f"{SUITE / 'test_pieces.py'}::test_pieces[llama-bpe-parse]"]
+    result, report = run_suite(pytester, monkeypatch, port, "llama-bpe", ids)
+    said = [e["message"] for e in report["port_errors"]]
+    assert len(said) == 1 and "n_vocab=128,512, 256 more tokens than llama.cpp's 128,256" in said[0], said
+    assert not report["port_errors"][0]["fatal"], said
+    cell, = [c for c in report["cells"] if c["check"] == "piece"]
+    assert cell["cases"] == 128256 and cell["outcome"] == "port error", cell
+    assert "divergence" in cell["outcomes"], cell
+    assert [c["diagnosis"] for c in report["causes"]] == [None], report["causes"]
+    assert result.ret != 0

@@ -140,7 +140,8 @@ def pieces(vut, special: bool, make_hunt: Callable) -> None:
                   diagnosis=vut.diagnoser)
     with h.guard():
         if h.begin(vut.unsupported_reason("piece", special=special)):
-            n = vut.reference.n_vocab
+            shared = getattr(vut.session, "shared_ids", None)  # the pytest plugin's session has none
+            n = shared(vut) if shared else vut.reference.n_vocab
             for start in range(0, n, PIECE_CHUNK):
                 ids = range(start, min(n, start + PIECE_CHUNK))
                 got = vut.port_pieces_of(list(ids), special) if not h.stopped else {}

@@ -171,7 +171,7 @@ class Hunt:
         # request no case made (a divergence's own pieces, its token spans) is a port error too
         self.port_death = port_death
         self._death_before = port_death() if port_death else None
-        # notes() -> (restarts, deaths) of the port not yet reported (Session.take_notes), taken
+        # notes() -> (restarts, deaths, said) of the port not yet reported (Session.take_notes), taken
         # when the test starts and when it ends; revive() -> whether a port that went down will be
         # started again when next asked (Session.can_restart): then the test goes on
         self.notes, self.revive = notes, revive
@@ -194,9 +194,11 @@ class Hunt:
         down on a shrink attempt or a prediction) is a root port error of this test too."""
         if self.notes is None:
             return
-        restarts, deaths = self.notes()
+        restarts, deaths, *said = self.notes()
         self.tally.restarts += restarts
         self.tally.deaths += deaths
+        for message, stderr in (said[0] if said else ()):
+            self._root(message, stderr, False)
         for note in deaths:
             if root_shape(note.split(": ", 1)[-1]) not in self._errors:
                 self._root(note.split(": ", 1)[-1], "", True)

@@ -27,8 +27,9 @@ EARNED = 100
 class Session:
     """Per-process cache: references, vocabs and ports (one of each per vocab).
 
-    A port that could not open (or reports another ``n_vocab``) stays failed for
-    its vocab. A port that crashed, hung or answered garbage is started again
+    A port that could not open stays failed for its vocab. A port that reports another
+    ``n_vocab`` than llama.cpp's is that vocab's root port error, said once (:meth:`take_notes`),
+    and the checks go on over the ids both sides have (:meth:`shared_ids`). A port that crashed, hung or answered garbage is started again
     when it is next needed, within the budget of :data:`MAX_RESTARTS` and
     :data:`EARNED`; each death and each restart is noted (:meth:`take_notes`) so the
     report shows and counts them. ``opener(spec, path,
@@ -47,6 +48,8 @@ class Session:
         self._earned: dict[str, int] = {}  # answers since the last death, by ports closed healthy
         self._untaken: dict[str, list[str]] = {}
         self._deaths: dict[str, list[str]] = {}
+        self._said: dict[str, list[tuple[str, str]]] = {}  # (message, stderr) of errors the port keeps serving after
+        self._n_vocab: dict[str, int] = {}  # the port's n_vocab, where it is not llama.cpp's
 
     def vocab(self, name: str) -> VocabUnderTest:
         """The vocab by pinned name, ``derived:`` name or .gguf path (ReferenceUnavailable if not
@@ -129,16 +132,28 @@ class Session:
         done.append(note)
         self._untaken.setdefault(name, []).append(note)
 
-    def take_notes(self, name: str) -> tuple[list[str], list[str]]:
-        """``(restarts, deaths)`` of ``name``'s port not yet reported: a death is noted once,
-        when the port is restarted or when this is asked while it is down."""
+    def take_notes(self, name: str) -> tuple[list[str], list[str], list[tuple[str, str]]]:
+        """``(restarts, deaths, said)`` of ``name``'s port not yet reported: a death is noted once,
+        when the port is restarted or when this is asked while it is down; ``said`` are the
+        (message, stderr) of its errors that stop no check (another ``n_vocab``)."""
         self._note_death(name, self._ports.get(name))
-        return self._untaken.pop(name, []), self._deaths.pop(name, [])
+        return self._untaken.pop(name, []), self._deaths.pop(name, []), self._said.pop(name, [])
+
+    def shared_ids(self, vut: VocabUnderTest) -> int:
+        """How many token ids both llama.cpp and the port have (llama.cpp's n_vocab unless the
+        port said fewer).
+
+        >>> class R: n_vocab = 9
+        >>> class V: name, reference = "v", R()
+        >>> s = Session(); s._n_vocab["v"] = 7; s.shared_ids(V())
+        7
+        """
+        return min(vut.reference.n_vocab, self._n_vocab.get(vut.name, vut.reference.n_vocab))
 
     def _open(self, vut: VocabUnderTest) -> Port:
         try:
             port = self._opener(self.port_spec, vut.path, reference=vut.reference)
-            if isinstance(port, ExternalPort):
+            if isinstance(port, ExternalPort) and vut.name not in self._n_vocab:
                 self._check_n_vocab(port, vut)
             return port
         except ReferenceUnavailable:
@@ -151,14 +166,23 @@ class Session:
             self._errors[vut.name] = err
             raise err from (None if err is e else e)
 
-    @staticmethod
-    def _check_n_vocab(port: "ExternalPort", vut: VocabUnderTest) -> None:
-        n = port.info().get("n_vocab")
-        if n is not None and n != vut.reference.n_vocab:
+    def _check_n_vocab(self, port: "ExternalPort", vut: VocabUnderTest) -> None:
+        """Another ``n_vocab`` is said once (a root port error of the first test that takes the
+        notes) and the port goes on serving: one wrong count must not hide the vocab's findings."""
+        n, ref = port.info().get("n_vocab"), vut.reference.n_vocab
+        if n is None or n == ref:
+            return
+        if not isinstance(n, int) or isinstance(n, bool) or n < 0:
             port.close()  # its stderr is kept
-            raise PortError(f"port {port.command!r} answers info with n_vocab={n!r}, but llama.cpp "
-                            f"has {vut.reference.n_vocab} tokens in {vut.path}: the port loaded another "
-                            "vocab, or counts tokens differently", stderr=port.stderr())
+            raise PortError(f"port {port.command!r} answers info with n_vocab={n!r}: not a token count "
+                            "(the protocol's info op answers an integer, README 'Port protocol')",
+                            stderr=port.stderr())
+        self._n_vocab[vut.name] = n
+        more = "more" if n > ref else "fewer"
+        self._said.setdefault(vut.name, []).append((
+            f"port {port.command!r} answers info with n_vocab={n:,}, {abs(n - ref):,} {more} tokens than "
+            f"llama.cpp's {ref:,} (llama_vocab_n_tokens) in {vut.path}; the checks go on over the "
+            f"{min(n, ref):,} ids both have", port.stderr()))
 
     def _evict(self) -> None:
         # External ports are processes: keep only a few alive per worker.

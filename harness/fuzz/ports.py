@@ -182,7 +182,8 @@ def run_workload(vut: VocabUnderTest, workload: str, inputs: list, flags: tuple)
     got: dict = {}
     run = {"encode": lambda t: vut.check_encode(t, a, b), "decode": lambda ids: vut.check_decode(ids, a, b),
            "piece": lambda i: vut.check_piece(i, a, got.pop(i, None))}[op]
-    h = Hunt(op, "fuzz", run, vocab=vut.name, port_death=vut.port_death)
+    h = Hunt(op, "fuzz", run, vocab=vut.name, port_death=vut.port_death,
+             notes=lambda: vut.session.take_notes(vut.name), revive=lambda: vut.session.can_restart(vut.name))
     with h.guard():
         if op == "piece" and batched:
             got.update(vut.port_pieces_of(inputs, a))

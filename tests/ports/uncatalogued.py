@@ -16,7 +16,10 @@ and never name it by a variant that happens to fit a short case:
 - ``file-types``: every token typed as the GGUF's ``token_type`` says, without the types
   llama.cpp's load gives by text (an end-of-generation text such as ``</s>`` made CONTROL,
   FIM texts found by name): on qwen2 ``</s>`` (128247) stays NORMAL, so it is not cut out with
-  parse_special and its piece is its text without special (several real ports ship this).
+  parse_special and its piece is its text without special (several real ports ship this);
+- ``added-twice``: ``info`` counts the added (CONTROL and USER_DEFINED) tokens a second time
+  on top of the GGUF's token list, as a port that adds them to a list that already holds them
+  (transformers answered 32,259 for deepseek-coder's 32,256); every id it serves is right.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from harness.tokenizer.algorithms import wpm
 from harness.tokenizer.gguf import GGUFReader, Keys
 from harness.tokenizer.vocab import BYTE, CONTROL, NORMAL, UNDEFINED, UNKNOWN, UNUSED, USER_DEFINED
 
-BUGS = {"ascii-punct", "cyrillic-unk", "reserved-shift", "file-types"}
+BUGS = {"ascii-punct", "cyrillic-unk", "reserved-shift", "file-types", "added-twice"}
 _CYRILLIC = re.compile("([\u0400-\u04ff])")
 
 
@@ -104,7 +107,9 @@ class Port:
     def answer(self, req: dict) -> dict:
         op = req.get("op")
         if op == "info":
-            return {"n_vocab": self.tok.n_vocab, "unsupported": [], "batch": True}
+            v = self.tok.vocab
+            added = sum(1 for a in v.attrs if a & (CONTROL | USER_DEFINED)) if "added-twice" in self.bugs else 0
+            return {"n_vocab": self.tok.n_vocab + added, "unsupported": [], "batch": True}
         if op == "batch":
             return {"responses": [self.answer(r) for r in req["requests"]]}
         if op == "encode":
