@@ -3,7 +3,7 @@
 The board is the dict :mod:`harness.scoreboard.run` builds (schema 1)::
 
     {"schema": 1,
-     "header": {"pin", "llama_cpp", "generated", "machine", "profile", "budget", "jobs", "wall_s"},
+     "header": {"pin", "llama_cpp", "engine", "generated", "machine", "profile", "budget", "jobs", "wall_s"},
      "vocabs": [str],
      "ports": [{"name", "language", "package", "version", "registry", "bundles_llama_cpp",
                 "summary", "directory", "newest": {"version", "checked", "how", "note"} | null,
@@ -122,7 +122,8 @@ def markdown(board: dict) -> str:
     lines = ["# Tokenizer port scoreboard", "",
              f"Ports built and run in this board: {len(ran)} of {len(board['ports'])} ({', '.join(ran)})"
              + (f"; **not run**: {', '.join(skipped)} (their vocabs read not checked)." if skipped else "."), "",
-             f"Pin {h.get('pin')} (llama.cpp {h.get('llama_cpp')}), generated {h.get('generated')} on "
+             f"Pin {h.get('pin')} (llama.cpp {h.get('llama_cpp')}), engine {h.get('engine') or 'not recorded'}, "
+             f"generated {h.get('generated')} on "
              f"{h.get('machine')}; each port's run: {run_options(h)}; {timing(h)}.", "",
              "Outcomes: pass (every check ran and passed), DIV (divergence), unsup (the port declared it "
              "cannot do it), ERR (port error, error, or a failed build), n/c (not checked).", "",
@@ -219,8 +220,8 @@ def readme_block(board: dict) -> str:
     """The README's table: one row per port, from the snapshot."""
     h = board["header"]
     lines = [README_BEGIN, "",
-             f"Pin {h.get('pin')}, generated {h.get('generated')} ({h.get('machine')}; "
-             f"{run_options(h)} per port; {timing(h)}). "
+             f"Pin {h.get('pin')}, engine {h.get('engine') or 'not recorded'}, generated {h.get('generated')} "
+             f"({h.get('machine')}; {run_options(h)} per port; {timing(h)}). "
              "Details, causes and minimal examples: [docs/scoreboard.md](docs/scoreboard.md).", "",
              "| port | language | package | bundles llama.cpp | vocabs | causes |", "|---|---|---|---|---|---|"]
     for p in board["ports"]:

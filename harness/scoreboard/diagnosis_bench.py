@@ -204,25 +204,10 @@ def say(message: str) -> None:
     print(f"diagnosis-bench: {message}", file=sys.stderr, flush=True)
 
 
-def engine_commit() -> str:
-    """The harness checkout's commit (``+`` when its harness/ has uncommitted changes), or
-    ``unknown`` outside a git checkout: which engine made the table."""
-    import subprocess
-    root = Path(__file__).resolve().parents[2]
-    try:
-        head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, timeout=30, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--", "harness"],
-                               capture_output=True, text=True, timeout=30, check=True).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    return head + ("+" if dirty else "")
-
-
 def bench_header(args, wall: float | None) -> dict:
-    """The scoreboard's run header, with the seed, the -k, where the labels came from and the engine's commit."""
+    """The scoreboard's run header (the engine's commit among it), with the seed, the -k and where the labels came from."""
     return dict(header(args, wall), seed=args.seed, keyword=args.keyword, labels=str(args.labels),
-                from_reports=args.from_reports, engine=engine_commit())
+                from_reports=args.from_reports)
 
 
 def write(bench: dict, out: Path) -> None:

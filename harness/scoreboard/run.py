@@ -143,11 +143,25 @@ def say(message: str) -> None:
     print(f"scoreboard: {message}", file=sys.stderr, flush=True)
 
 
+def engine_commit() -> str:
+    """The harness checkout's commit (``+`` when its harness/ has uncommitted changes), or
+    ``unknown`` outside a git checkout: which engine made the table."""
+    root = Path(__file__).resolve().parents[2]
+    try:
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, timeout=30, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--", "harness"],
+                               capture_output=True, text=True, timeout=30, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return head + ("+" if dirty else "")
+
+
 def header(args, wall: float | None) -> dict:
-    """The run header: pin, generated date, machine, budget."""
+    """The run header: pin, the engine's commit, generated date, machine, budget."""
     from reference.lock import load
     lock = load()
-    return {"pin": lock.name, "llama_cpp": lock.commit,
+    return {"pin": lock.name, "llama_cpp": lock.commit, "engine": engine_commit(),
             "generated": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.system()} "
                        f"{platform.release()}, Python {platform.python_version()}",
