@@ -111,6 +111,11 @@ def _run_parser(sub) -> None:
     r.add_argument("--shard", default=None, metavar="I/N",
                    help="run part I of N of the tests, split by vocab (CI matrices; merge the N reports with "
                         "`llama-conformance merge`)")
+    r.add_argument("--replay-from", nargs="+", default=None, metavar="DIR",
+                   help="add the replay stores of these report directories (their replay/, as shards and "
+                        "merge write them) or store directories to this run's replay store before the run, "
+                        "so their shrunk failures run first ($LLAMA_CONFORMANCE_REPLAY, else "
+                        ".hypothesis/conformance)")
     r.add_argument("--hosts", default=None, action="append", metavar="HOST[,HOST...]",
                    help="run on these SSH hosts (N*HOST: N workers there; local: this machine) instead of "
                         "--jobs; each needs `llama-conformance prepare --hosts ...` first")
@@ -301,6 +306,12 @@ def run(args: argparse.Namespace) -> int:
         return ERRORS
     reproduce = reproduce_line(args)
     os.environ["LLAMA_CONFORMANCE_REPRODUCE"] = reproduce  # recorded in conformance.json's run
+    if args.replay_from:
+        try:
+            _replay_from(args.replay_from)
+        except HarnessError as e:
+            print(f"llama-conformance: {e}", file=sys.stderr)
+            return ERRORS
     if not args.no_fetch:
         prepared = _prepare_reference()
         if prepared:
@@ -332,6 +343,16 @@ def run(args: argparse.Namespace) -> int:
     print(f"reproduce: {reproduce}{budget}", file=sys.stderr)
     print(f"llama-conformance: exit {code} ({why}); reports in {args.report_dir}/", file=sys.stderr)
     return code
+
+
+def _replay_from(sources: list[str]) -> None:
+    """``--replay-from``: the named stores' entries into this run's store, said on stderr."""
+    from harness.conformance.replaying import add_stores, run_pin
+    from harness.engine.replay import ReplayStore, replay_root
+    store = ReplayStore(replay_root(), run_pin())
+    added, lines = add_stores(sources, store)
+    for line in lines + [f"skipped: {p}" for p in store.problems]:
+        print(f"llama-conformance: --replay-from: {line}", file=sys.stderr)
 
 
 def _prepare_reference() -> int:

@@ -53,15 +53,48 @@ def main(argv: list[str] | None, exit_code) -> int:
         print(f"llama-conformance merge: {e}", file=sys.stderr)
         return REFUSED
     run = regather(reports)
-    data = run.write(out, merged_run_info(reports, missing))  # JSON, HTML and JUnit, as a run writes them
+    info = merged_run_info(reports, missing)
+    info["replay"] = merge_stores([name for name, _ in reports], out)
+    data = run.write(out, info)  # JSON, HTML and JUnit, as a run writes them
     for title, text in run.summary(str(out)):
         if title is not None:
             print(f"{'-' if title.startswith('-') else '='} {title.lstrip('-')} {'-' if title.startswith('-') else '='}")
         print(text)
+    print(f"llama-conformance merge: replay: {_replay_line(info['replay'])}", file=sys.stderr)
     code, why = exit_code(data, missing, args.allow_unsupported)
     print(f"llama-conformance merge: {len(reports)} report(s); exit {code} ({why}); merged reports in {out}/",
           file=sys.stderr)
     return code
+
+
+def merge_stores(names: list[str], out: Path) -> dict:
+    """Every report's ``replay/`` (the shrunk inputs its shard found) into ``<out>/replay`` and
+    into this checkout's replay store, so the next run (or the CI cache of that store)
+    replays what any shard found; what went where, as ``run.replay`` of the merged report."""
+    from harness.conformance.replaying import REPORT_SUBDIR
+    from harness.engine.replay import ReplayStore, count_inputs, replay_root
+    union = ReplayStore(out / REPORT_SUBDIR, "")
+    local = ReplayStore(replay_root(), "", union.problems)
+    found, added = {}, 0
+    for name in names:
+        src = _dir(name) / REPORT_SUBDIR
+        if src.is_dir():
+            found[name] = sum(count_inputs(ReplayStore(src, p.name, union.problems).entries())
+                              for p in sorted(src.iterdir()) if p.is_dir())
+            union.union(src)
+            added += local.union(src)
+    return {"store": str(local.root), "found": found, "added": added,
+            "report_store": str(union.root) if found else None, "problems": union.problems}
+
+
+def _replay_line(replay: dict) -> str:
+    """What :func:`merge_stores` did, in one line (and a line per file it skipped)."""
+    if not replay["found"]:
+        line = "no report holds a replay store (their runs found nothing, or an older harness made them)"
+    else:
+        line = (f"{sum(replay['found'].values())} shrunk input(s) in the reports' stores; {replay['added']} new to "
+                f"{replay['store']}; their union in {replay['report_store']}")
+    return line + "".join(f"\n  skipped: {p}" for p in replay["problems"])
 
 
 def _dir(name: str) -> Path:

@@ -59,11 +59,35 @@ def pytest_addhooks(pluginmanager):
 def pytest_configure(config):
     choose_seeds(config)
     config.pluginmanager.register(Collector(config), "conformance-collector")
+    if not hasattr(config, "workerinput"):  # the run's owner: the only reader and writer of the store
+        from harness.conformance.replaying import PLUGIN_NAME, open_replaying
+        try:
+            replaying = open_replaying(Path(config.getoption("--conformance-reports")), run_vocab_groups(config),
+                                       vocab_scope, host_label)
+        except Exception as e:  # the store is a convenience: the run goes on and says why it has none
+            config._conformance_replay_error = f"replay store not used: {type(e).__name__}: {e}"
+        else:
+            config.pluginmanager.register(replaying, PLUGIN_NAME)
 
 
 def pytest_unconfigure(config):
     if getattr(config, "_conformance_seed_set", False):
         os.environ.pop("CONFORMANCE_SEED", None)  # an in-process run leaves the environment as it was
+
+
+def run_vocab_groups(config) -> set[str] | None:
+    """The vocab groups this run (or its shard) checks, or None if they cannot be told here
+    (a bad ``$VOCABS``: the run's own collection says so)."""
+    try:
+        from harness.conformance.suite.conftest import vocab_specs
+        groups = list(vocab_specs())
+    except Exception:
+        return None
+    shard = config.getoption("conformance_shard", default=None)
+    if shard:
+        from harness.conformance.shard import parse_shard, shard_groups
+        groups = shard_groups(groups, *parse_shard(shard))
+    return set(groups)
 
 
 def _derived_info() -> dict:
@@ -192,7 +216,7 @@ def tally_json(tally, test: str) -> str:
     return json.dumps({"counts": tally.counts(), "test": test,
                        "findings": [f.to_json() for f in tally.findings],
                        "port_errors": tally.port_errors, "restarts": tally.restarts, "deaths": tally.deaths,
-                       "scaling": [s.to_json() for s in tally.scaling]})
+                       "scaling": [s.to_json() for s in tally.scaling], "replay": tally.shrunk})
 
 
 def _is_check(item) -> bool:
@@ -264,10 +288,14 @@ class Collector:
         self.run.worker_hosts[node.gateway.id] = host_label(node.gateway.spec)
 
     def pytest_runtest_logreport(self, report):
+        node = getattr(report, "node", None)  # xdist's controller: the worker it came from
+        host = host_label(node.gateway.spec) if hasattr(node, "gateway") else "local"
         for key, value in report.user_properties:
             if key == TALLY_KEY:
-                self.run.add(json.loads(value), getattr(report, "worker_id", None) or
-                             os.environ.get("PYTEST_XDIST_WORKER", "main"))
+                data = json.loads(value)
+                self.run.add(data, getattr(report, "worker_id", None) or os.environ.get("PYTEST_XDIST_WORKER", "main"))
+                if self._replaying() is not None:
+                    self._replaying().take(data, host)
 
     def pytest_terminal_summary(self, terminalreporter):
         if not (self.run.cells or self.run.reference_cells):
@@ -277,6 +305,11 @@ class Collector:
             if title is not None:
                 terminalreporter.section(title.lstrip("-"), sep="-" if title.startswith("-") else "=")
             terminalreporter.write_line(text)
+        replaying = self._replaying()
+        if replaying is not None:
+            terminalreporter.write_line(replaying.summary_line())
+        elif getattr(self.config, "_conformance_replay_error", None):
+            terminalreporter.write_line(self.config._conformance_replay_error)
         info = self.run_info()
         terminalreporter.write_line(f"seeds: CONFORMANCE_SEED={info['fast_seed']} "
                                     f"--hypothesis-seed={info['hypothesis_seed']} (give both to run it again)")
@@ -310,7 +343,13 @@ class Collector:
         self.config.hook.pytest_conformance_run_info(config=self.config, info=info)
         return info
 
+    def _replaying(self):
+        from harness.conformance.replaying import PLUGIN_NAME
+        return self.config.pluginmanager.get_plugin(PLUGIN_NAME)
+
     def pytest_sessionfinish(self, session):
         if hasattr(self.config, "workerinput"):
             return  # workers ship their data to the controller
+        if self._replaying() is not None:
+            self._replaying().write_report_store()
         self.run.write(Path(self.config.getoption("--conformance-reports")), self.run_info())

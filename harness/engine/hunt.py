@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from harness.engine.causes import UNANSWERED, CauseFinder, Group
-from harness.engine.replay import jsonable, save_replay
+from harness.engine.replay import jsonable
 from harness.errors import (VARIANT_CHARS, VARIANTS_KEPT, PortError, PortRequestError, PortUnsupported, root_cause,
                             root_shape)
 
@@ -123,6 +123,7 @@ class Tally:
     # one per root: {"message" (its first), "stderr", "cases", "fatal", "shape", "variants", "variant_count"}
     port_errors: list = field(default_factory=list)
     scaling: list = field(default_factory=list)       # Scaling objects: runs timed (engine.scaling)
+    shrunk: list = field(default_factory=list)        # each finding's shrunk input (JSON): for the replay store
     seconds: float = 0.0
 
     @property
@@ -141,7 +142,8 @@ class Tally:
 
     def counts(self) -> dict:
         """The JSON counts (findings and errors as numbers)."""
-        d = {k: v for k, v in asdict(self).items() if k not in ("findings", "port_errors", "restarts", "deaths", "scaling")}
+        d = {k: v for k, v in asdict(self).items() if k not in ("findings", "port_errors", "restarts", "deaths", "scaling",
+                                                            "shrunk")}
         d.update(divergences=len(self.findings), port_errors=len(self.port_errors),
                  restarts=len(self.restarts), deaths=len(self.deaths), outcome=self.outcome, outcomes=list(self.outcomes))
         if self.scaling:  # slow runs are a warning of their own: they never change the outcome
@@ -163,7 +165,7 @@ class Hunt:
 
     def __init__(self, check: str, flags: str, run: Callable[[Any], Any], *, vocab: str,
                  signature: Callable | None = None, shrink: Callable | None = None,
-                 detail: Callable | None = None, replay_key: str | None = None, diagnosis=None,
+                 detail: Callable | None = None, diagnosis=None,
                  probe: Callable | None = None, port_death: Callable | None = None,
                  notes: Callable | None = None, revive: Callable | None = None):
         self.run, self.signature, self.shrink, self.detail = run, signature, shrink, detail
@@ -182,7 +184,6 @@ class Hunt:
         self.groups: dict[Any, Group] = {}  # signature -> its divergent inputs (first, count, sample)
         self.down = False
         self.error: Exception | None = None  # the first exception the check raised
-        self.replay_key = replay_key
         self._errors: dict[str, dict] = {}  # root shape -> its port error (see _port_error)
         self._variants: dict[str, set[str]] = {}  # root shape -> its distinct messages
         self._replaying = False
@@ -417,8 +418,7 @@ class Hunt:
         self._take_notes()
         self.tally.port_errors = list(self._errors.values())
         self.tally.seconds = time.perf_counter() - self._started
-        if self.replay_key:
-            save_replay(self.replay_key, shrunk)
+        self.tally.shrunk = shrunk  # the run's owner adds them to the replay store (conformance.replaying)
         return self.tally
 
     def _unseen_death(self) -> None:

@@ -7,7 +7,8 @@ workers there (default: the host's CPU count, as ``--jobs auto``).
 On an SSH host everything lives under one directory (``--remote-dir``, default
 ``.llama-conformance``, relative to the remote home; ``{host}`` in it becomes the host's
 name): ``venv/`` (the package, ``prepare`` installs it) and ``work/`` (the workers'
-working directory: Hypothesis' and the replay database). The pin's vocabs and build are
+working directory: Hypothesis' database; the replay store is the controller's, sent to
+every worker: :mod:`harness.conformance.replaying`). The pin's vocabs and build are
 in the host's per-user cache, or ``--remote-cache`` (``LLAMA_CONFORMANCE_CACHE`` there).
 
 >>> parse_hosts("hostA, 2*ci@hostB,local")

@@ -15,6 +15,8 @@ JSON schema of ``conformance.json`` (version 3)::
     {"schema": 3,
      "run": {"pin", "port", "profile", "known_examples", "fast_seed", "hypothesis_seed",
              "reproduce", "vocabs", "started", "wall_s", "host", "replay_store",
+             "replay": {"store", "pin", "sent", "replayed", "found", "added", "report_store",  # by host
+                        "other_pins", "problems"},        # (harness/conformance/replaying.py)
              "derived": {"derived:<name>": {"kind", "derived_from", "description", "sha256"}}},
      "totals": {"cases", "causes", "divergences", "divergent_cases", "port_errors", "errors",
                 "unsupported_cases", "not_checked_cases", "capped_cases", "unattributed_cases", "restarts", "port_deaths", "port_deaths_by_kind",

@@ -122,13 +122,21 @@ def hunt(request, session, vocab):
 
     def make(check: str, flags: str, run, **options) -> Hunt:
         h = Hunt(check, flags, run, vocab=label_of(vocab),
-                 replay_key=request.node.nodeid, detail=session.vocab(vocab).with_spans,
+                 detail=session.vocab(vocab).with_spans,
                  probe=session.vocab(vocab).probe, port_death=session.vocab(vocab).port_death,
                  notes=lambda: session.take_notes(vocab), revive=lambda: session.can_restart(vocab), **options)
         made.append(h)
         request.node.conformance_hunts = made
         return h
     return make
+
+
+@pytest.fixture
+def replay(request) -> list:
+    """This test's inputs from the run's replay store (earlier runs' shrunk failures, from
+    any host or shard: :mod:`harness.conformance.replaying`), run first."""
+    from harness.conformance.replaying import replay_inputs
+    return replay_inputs(request.config, request.node.nodeid)
 
 
 @pytest.fixture

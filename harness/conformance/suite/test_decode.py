@@ -15,10 +15,9 @@ from __future__ import annotations
 import pytest
 
 from harness.engine import checks
-from harness.engine.replay import load_replay
 
 pytestmark = pytest.mark.filterwarnings("ignore:Generating overly large repr")
 
 
-def test_decode(vut, flags, hunt, request, fast):
-    checks.decode(vut, flags, hunt, fast=fast, replay=load_replay(request.node.nodeid))
+def test_decode(vut, flags, hunt, fast, replay):
+    checks.decode(vut, flags, hunt, fast=fast, replay=replay)

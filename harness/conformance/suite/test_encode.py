@@ -4,7 +4,7 @@ Per vocab and (add_special, parse_special) combination, two phases, each running
 whole budget whatever it finds: the fast random phase (texts from a pool of the named
 families, in batches), then Hypothesis, which explores by its own mutations. Every
 distinct divergence is kept, shrunk to a minimal text and reported. Texts that
-diverged in earlier runs (``.hypothesis/conformance/``) run first. The body is
+diverged in earlier runs (the replay store, ``.hypothesis/conformance/``) run first. The body is
 :func:`harness.engine.checks.encode`.
 """
 
@@ -13,11 +13,10 @@ from __future__ import annotations
 import pytest
 
 from harness.engine import checks
-from harness.engine.replay import load_replay
 
 # On a failure Hypothesis describes the strategy; its alphabets are long character lists.
 pytestmark = pytest.mark.filterwarnings("ignore:Generating overly large repr")
 
 
-def test_encode(vut, flags, hunt, request, fast):
-    checks.encode(vut, flags, hunt, fast=fast, replay=load_replay(request.node.nodeid))
+def test_encode(vut, flags, hunt, fast, replay):
+    checks.encode(vut, flags, hunt, fast=fast, replay=replay)
