@@ -76,3 +76,36 @@ def test_a_host_is_refused_for_another_version_pin_or_a_missing_build():
 ])
 def test_a_node_id_names_its_cell_as_the_tallies_do(nodeid, cell):
     assert cell_of_nodeid(nodeid) == cell
+
+
+# What a worker's checks read from the environment, and why each is not forwarded as it is.
+NOT_FORWARDED = {
+    "LLAMA_CPP_DIR": "this machine's files: refused (HOST_LOCAL_ENV)",
+    "LLAMA_CONFORMANCE_BUILD": "this machine's files: refused (HOST_LOCAL_ENV)",
+    "LLAMA_CONFORMANCE_VOCABS": "this machine's files: refused (HOST_LOCAL_ENV)",
+    "LLAMA_CONFORMANCE_CACHE": "each host's own (--remote-cache)",
+    "XDG_CACHE_HOME": "each host's own",
+    "PYTEST_XDIST_WORKER": "xdist sets it on each worker",
+    "PYTEST_XDIST_WORKER_COUNT": "xdist sets it on each worker",
+    "LLAMA_CONFORMANCE_REPLAY": "the controller's store, sent in workerinput (harness.conformance.replaying)",
+    "LLAMA_CONFORMANCE_REPRODUCE": "read by the controller only (run.reproduce)",
+    "SOURCE": "fetch's, on the host by prepare",
+    "LLAMA_CONFORMANCE_GITHUB_RAW": "fetch's, on the host by prepare",
+    "LLAMA_CONFORMANCE_GITHUB_API": "fetch's, on the host by prepare",
+}
+
+
+def test_every_option_a_worker_reads_from_the_environment_reaches_the_hosts():
+    """A run option a check reads that --hosts does not forward makes run --hosts differ from
+    run (LENGTH_SCALING did: the hosts timed scaling runs the local run left out)."""
+    import re
+    from pathlib import Path
+    from harness.remote.hosts import FORWARDED_ENV
+    root = Path(__file__).resolve().parents[1]
+    read = set()
+    for sub in ("harness/conformance", "harness/engine", "harness/inputs", "harness/protocol", "harness/reports",
+                "harness/diagnosis", "harness/tokenizer", "reference"):
+        for path in (root / sub).rglob("*.py"):
+            read |= set(re.findall(r"environ(?:\.get\(|\[)\"([A-Z_]+)\"", path.read_text(encoding="utf-8")))
+    assert read - set(FORWARDED_ENV) - set(NOT_FORWARDED) == set()
+    assert "LENGTH_SCALING" in FORWARDED_ENV

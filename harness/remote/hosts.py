@@ -32,7 +32,7 @@ SSH_OPTIONS = ("-o", "BatchMode=yes", "-o", "ConnectTimeout=20",
 # What the suite reads from the environment (harness.conformance.suite.conftest, the engine):
 # local workers inherit it, SSH workers get it in their spec.
 FORWARDED_ENV = ("PORT", "VOCABS", "PIN", "HYPOTHESIS_PROFILE", "KNOWN_EXAMPLES", "CONFORMANCE_SEED", "BUDGET",
-                 "STRATEGY_FAMILIES", "PORT_TIMEOUT", "LLAMA_CONFORMANCE_REQUIRE_REFERENCE")
+                 "STRATEGY_FAMILIES", "PORT_TIMEOUT", "LENGTH_SCALING", "LLAMA_CONFORMANCE_REQUIRE_REFERENCE")
 # Paths of this machine's own: a remote worker would check against another reference.
 HOST_LOCAL_ENV = ("LLAMA_CPP_DIR", "LLAMA_CONFORMANCE_BUILD", "LLAMA_CONFORMANCE_VOCABS")
 
