@@ -187,3 +187,31 @@ def test_the_ci_recipes_cache_keeps_what_any_shard_found_for_the_next_workflow(t
     assert nxt["totals"]["replayed_inputs"] == found and nxt["run"]["replay"]["sent"] == {"local": found}
     assert {c["title"] for c in nxt["causes"]} >= {c["title"] for c in merged["causes"]}
     assert len(gha.cache) == 2  # the single job saved its store under its own run's key
+
+
+def test_the_gitlab_recipes_keep_the_store_in_a_cache_saved_also_on_failure():
+    """GitLab's cache is not run here: its stanzas are read. The single job and the report
+    job save the store (``when: always``: a job that found a divergence fails); the shards
+    only read it (``policy: pull``: one writer)."""
+    import re
+    blocks = re.findall(r"```yaml\n(.*?)```", (REPO / "docs" / "ci.md").read_text(encoding="utf-8"), re.S)
+    single, sharded = blocks[1], blocks[3]
+
+    def replay_cache(text: str) -> str:
+        """The cache entry ``- key: "conformance-replay-..."``: its line and the deeper ones under it."""
+        lines = text.split("\n")
+        [start] = [i for i, line in enumerate(lines) if line.strip().startswith('- key: "conformance-replay-')]
+        indent = len(lines[start]) - len(lines[start].lstrip()) + 2
+        entry = [lines[start]]
+        for line in lines[start + 1:]:
+            if len(line) - len(line.lstrip()) < indent:
+                break
+            entry.append(line)
+        assert any(".hypothesis/conformance/" in line for line in entry), entry
+        return "\n".join(entry)
+
+    assert "when: always" in replay_cache(single)
+    shard_job, report_job = sharded.split("tokenizer-conformance-report:")
+    assert "policy: pull\n" in replay_cache(shard_job) + "\n" and "when:" not in replay_cache(shard_job)
+    assert "policy: pull-push" in replay_cache(report_job) and "when: always" in replay_cache(report_job)
+    assert "llama-conformance merge" in report_job

@@ -211,12 +211,14 @@ def _cell_of(item) -> tuple[str, str, str]:
     return vocab, label, check
 
 
-def tally_json(tally, test: str) -> str:
-    """One test's tally as its worker ships it to the controller (``RunReport.add`` reads it)."""
+def tally_json(tally, test: str, replays: bool = False) -> str:
+    """One test's tally as its worker ships it to the controller (``RunReport.add`` reads it);
+    with the shrunk inputs of its findings for the replay store if the test ``replays`` them
+    (it takes the ``replay`` fixture: a store holds only what some test runs first)."""
     return json.dumps({"counts": tally.counts(), "test": test,
                        "findings": [f.to_json() for f in tally.findings],
                        "port_errors": tally.port_errors, "restarts": tally.restarts, "deaths": tally.deaths,
-                       "scaling": [s.to_json() for s in tally.scaling], "replay": tally.shrunk})
+                       "scaling": [s.to_json() for s in tally.scaling], "replay": tally.shrunk if replays else []})
 
 
 def _is_check(item) -> bool:
@@ -254,8 +256,9 @@ def pytest_runtest_makereport(item, call):
                 hunts[-1].absorb(failed)   # raised outside the hunt's cases (after its guard)
             else:
                 hunts = [_lone_hunt(item, failed)]
+        replays = "replay" in getattr(item, "fixturenames", ())
         for hunt in hunts:
-            report.user_properties.append((TALLY_KEY, tally_json(hunt.tally, item.nodeid)))
+            report.user_properties.append((TALLY_KEY, tally_json(hunt.tally, item.nodeid, replays)))
     elif call.when == "setup" and failed is not None and _is_check(item):
         # Nothing ran: the port could not be opened (or restarted), or the test failed before
         # it started (the reference cannot load the vocab, say): its cell says so.
