@@ -106,6 +106,18 @@ def test_the_controller_sends_the_run_s_entries_to_every_host_and_keeps_what_com
     assert "hostB: 1 out, 1 replayed, 2 back" in r.summary_line()
 
 
+def test_a_report_directory_that_is_the_store_itself_keeps_the_store(tmp_path):
+    """``LLAMA_CONFORMANCE_REPLAY=<report dir>/replay`` (the diagnosis bench's set-up): the
+    report's store is not rewritten, so the store's other entries stay."""
+    store = ReplayStore(tmp_path / REPORT_SUBDIR, "p")
+    store.save("test_encode[qwen2-plain]", ["kept from an earlier run"])
+    r = _replaying(store, tmp_path)
+    r.take(_tally(ENCODE, found=["new"]), "local")
+    assert r.write_report_store() == tmp_path / REPORT_SUBDIR
+    assert ReplayStore(tmp_path / REPORT_SUBDIR, "p").entries() == {"test_encode[qwen2-plain]": ["kept from an earlier run"],
+                                                                   ENCODE: ["new"]}
+
+
 def test_a_worker_takes_its_test_s_inputs_from_its_workerinput():
     config = _config(worker=True)
     config.workerinput[WORKERINPUT_KEY] = {ENCODE: ["a", [1, 2]]}

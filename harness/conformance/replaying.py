@@ -123,7 +123,10 @@ class Replaying:
         """This run's found inputs as a store in ``<report dir>/replay`` (for merge and
         ``--replay-from``), replacing an earlier run's there; None if it found none."""
         import shutil
-        shutil.rmtree(self.report_dir / REPORT_SUBDIR, ignore_errors=True)  # a report is this run's only
+        target = self.report_dir / REPORT_SUBDIR
+        if target.resolve() == self.store.root.resolve():
+            return target if self.found_entries else None  # the store itself: it holds them, and more to keep
+        shutil.rmtree(target, ignore_errors=True)  # a report's store is this run's findings only
         if not self.found_entries:
             return None
         out = ReplayStore(self.report_dir / REPORT_SUBDIR, self.store.pin, self.store.problems)
