@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterable, Sequence
 from harness.errors import HarnessError
 
 __all__ = ["Case", "Variant", "family", "exact", "encode_exact", "with_specials", "cached", "cp_name",
-           "titled", "texts", "FAMILIES", "specials_around"]
+           "titled", "texts", "FAMILIES", "specials_around", "same_claim", "edge_runs"]
 
 FAMILIES = ("encode", "decode", "piece")
 _FAMILY_OF = {"encode": "encode", "golden": "encode", "known": "encode", "crosscheck": "encode",
@@ -198,6 +198,14 @@ class Variant:
         points of the same table). Default: none."""
         return ()
 
+    def edges(self, tok) -> frozenset[int] | None:
+        """For a variant that changes only what add_special puts around the text (BOS, EOS,
+        CLS, SEP, a token in their place): the ids it puts or leaves there. Its claim about a
+        port is then the run of those ids at each end of the port's answer, whatever the port
+        does between them (a port with another bug of the text as well). Default: None, the
+        whole answer is the claim (:func:`same_claim`)."""
+        return None
+
     # --- the default port: the variant tokenizer, called like llama.cpp ------------------
     def build(self, tok):
         """The variant tokenizer for ``tok``'s vocab (default: ``tok`` itself)."""
@@ -228,3 +236,36 @@ def texts(cases: Sequence[Case]) -> list[str]:
             t = c.input
             out.append(t.decode("utf-8", "replace") if isinstance(t, (bytes, bytearray)) else t)
     return out
+
+
+def edge_runs(ids, edges: frozenset[int]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The leading and the trailing run of ``ids`` that are in ``edges`` (what add_special put
+    around the text).
+
+    >>> edge_runs((1, 5, 6, 2), frozenset({1, 2})), edge_runs((5, 6), frozenset({1, 2}))
+    (((1,), (2,)), ((), ()))
+    """
+    ids = tuple(ids)
+    head = 0
+    while head < len(ids) and ids[head] in edges:
+        head += 1
+    tail = len(ids)
+    while tail > head and ids[tail - 1] in edges:
+        tail -= 1
+    return ids[:head], ids[tail:]
+
+
+def same_claim(variant, tok, want, port) -> bool:
+    """Whether a port's answer ``port`` is what ``variant`` claims where it answers ``want``:
+    the whole answer, or for a variant about the edges (:meth:`Variant.edges`) the runs of
+    edge ids at both ends (the port may also have a bug of the text in between).
+
+    >>> same_claim(type("V", (), {"edges": lambda self, tok: frozenset({1})})(), None, (1, 5), (1, 7, 8))
+    True
+    """
+    if isinstance(port, (bytes, bytearray)):
+        return bytes(want) == bytes(port)
+    edges = variant.edges(tok)
+    if edges is None:
+        return tuple(want) == tuple(port)
+    return edge_runs(want, edges) == edge_runs(port, edges)

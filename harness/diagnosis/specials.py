@@ -49,6 +49,18 @@ class SpecialsVariant(Variant):
     # tokens taken off again, None where they are not there. It lets a case with this bug and
     # another one at once (the other diagnosed from what is left) go to known causes.
     undo: Callable | None = None
+    # A variant about what add_special puts around the text (BOS, EOS, CLS, SEP): its claim
+    # is the ids at the ends of an answer (Variant.edges), not the text's tokens between them
+    about_edges: bool = False
+
+    def edges(self, tok) -> frozenset[int] | None:
+        if not self.about_edges:
+            return None
+        v = tok.vocab
+        return frozenset(i for i in (v.bos, v.eos, *self._edge_params()) if i is not None)
+
+    def _edge_params(self) -> tuple:
+        return ()
 
     def applies(self, tok) -> bool:
         return tok.vocab.vocab_type in _TYPES_WITH_BOS and bool(self.needs(tok))
@@ -104,6 +116,18 @@ def _undo_eos(tok, ids, text, add, parse):
     return tuple(ids[:-1]) if add and tuple(ids[-1:]) == (eos,) else None
 
 
+def _redo_bos(tok, ids, text, add, parse):
+    """The BOS a port with add_bos_ignored left out, put back."""
+    v = tok.vocab
+    return (v.bos,) + tuple(ids) if add and v.add_bos and tuple(ids[:1]) != (v.bos,) else None
+
+
+def _redo_eos(tok, ids, text, add, parse):
+    """The EOS a port with add_eos_ignored left out, put back."""
+    v = tok.vocab
+    return tuple(ids) + (v.eos,) if add and v.add_eos and tuple(ids[-1:]) != (v.eos,) else None
+
+
 def _undo_wrapper(tok, ids, text, add, parse):
     """The ids without what add_special=true would have put around the text (CLS/SEP, BOS/EOS)."""
     if add:
@@ -119,40 +143,41 @@ ADD_BOS_IGNORED = SpecialsVariant(
     name="add_bos_ignored", models="add_special adds no BOS although the vocab's add_bos is true",
     rule=f"adds BOS (WPM: CLS) first when add_special and add_bos ({TOKENIZE})",
     checks=("encode",), shipped_by="known-port-bugs 17 (BOS defaults)",
-    change=_bos_ignored, needs=lambda tok: tok.vocab.add_bos and tok.vocab.bos is not None,
-    headline="add_special does not add BOS")
+    change=_bos_ignored, needs=lambda tok: tok.vocab.add_bos and tok.vocab.bos is not None, undo=_redo_bos,
+    about_edges=True, headline="add_special does not add BOS")
 ADD_BOS_FORCED = SpecialsVariant(
     name="add_bos_forced", models="add_special prepends BOS although the vocab's add_bos is false",
     rule=f"adds BOS only when the vocab's add_bos is true (tokenizer.ggml.add_bos_token, pre-type defaults) "
          f"({TOKENIZE})",
     checks=("encode",), shipped_by="known-port-bugs 17 (BOS defaults); transformers on deepseek-coder",
     change=_bos_forced, needs=lambda tok: not tok.vocab.add_bos and tok.vocab.bos is not None, undo=_undo_bos,
-    headline="add_special prepends BOS though this vocab's add_bos is false")
+    about_edges=True, headline="add_special prepends BOS though this vocab's add_bos is false")
 ADD_EOS_IGNORED = SpecialsVariant(
     name="add_eos_ignored", models="add_special adds no EOS although the vocab's add_eos is true",
     rule=f"appends EOS (WPM: SEP) when add_special and add_eos ({TOKENIZE})",
     checks=("encode",), change=_eos_ignored, needs=lambda tok: tok.vocab.add_eos and tok.vocab.eos is not None,
-    headline="add_special does not append EOS")
+    undo=_redo_eos,
+    about_edges=True, headline="add_special does not append EOS")
 ADD_EOS_FORCED = SpecialsVariant(
     name="add_eos_forced", models="add_special appends EOS although the vocab's add_eos is false",
     rule=f"appends EOS only when the vocab's add_eos is true ({TOKENIZE})",
     checks=("encode",), change=_eos_forced, undo=_undo_eos,
     needs=lambda tok: not tok.vocab.add_eos and tok.vocab.eos is not None and tok.vocab.vocab_type != "wpm",
-    headline="add_special appends EOS though this vocab's add_eos is false")
+    about_edges=True, headline="add_special appends EOS though this vocab's add_eos is false")
 ADD_SPECIAL_ALWAYS = SpecialsVariant(
     name="add_special_always", models="add_special ignored: BOS/EOS (CLS/SEP) added even when add_special is false",
     rule=f"adds the vocab's BOS/EOS only when the caller's add_special is true ({TOKENIZE})",
     checks=("encode",), shipped_by="bindings that hard-code add_bos=true (known-port-bugs 17)",
     change=lambda tok, t, a, p: encode_exact(tok, t, True, p),
     needs=lambda tok: bool(encode_exact(tok, "", True, False)), undo=_undo_wrapper,
-    headline="add_special=false still adds BOS/EOS")
+    about_edges=True, headline="add_special=false still adds BOS/EOS")
 NO_SPECIALS_ON_EMPTY = SpecialsVariant(
     name="no_bos_on_empty", models="an empty text gives no ids, even with add_special",
     rule=f"adds BOS/EOS around an empty text too: \"\" with add_special is [BOS] ({TOKENIZE})",
     checks=("encode",), shipped_by="known-port-bugs 17; transformers on llama-bpe (\"\" gives no BOS)",
     change=lambda tok, t, a, p: () if t == "" else encode_exact(tok, t, a, p),
     needs=lambda tok: bool(encode_exact(tok, "", True, False)),
-    headline="add_special adds nothing to an empty text")
+    about_edges=True, headline="add_special adds nothing to an empty text")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -167,6 +192,9 @@ class TokenParamVariant(SpecialsVariant):
                 text = tok.vocab.tokens[tid] if 0 <= tid < tok.n_vocab else b"<out of range>"
                 yield self.bind((tid, text.decode("utf-8", "replace")))
                 return
+
+    def _edge_params(self) -> tuple:
+        return (self.param[0],) if self.param else ()
 
     def encode(self, tok, text, add, parse):
         if self.param is None:
@@ -190,13 +218,13 @@ CHAT_TOKEN_AS_BOS = TokenParamVariant(
     rule=f"prepends the vocab's BOS id (tokenizer.ggml.bos_token_id) when add_special and add_bos ({TOKENIZE})",
     checks=("encode",), shipped_by="known-port-bugs 17; transformers on deepseek-coder (BOS 32257)",
     change=_chat_bos, pick=lambda case: case.port_output[0] if case.flags[0] and case.port_output else None,
-    headline="add_special prepends token {id} ({text!r}) as BOS")
+    about_edges=True, headline="add_special prepends token {id} ({text!r}) as BOS")
 EXTRA_TOKEN = TokenParamVariant(
     name="extra_token_appended", models="every encode ends with one extra token",
     rule=f"adds nothing after the text but EOS with add_special and add_eos ({TOKENIZE})",
     checks=("encode",), change=lambda tok, t, a, p, tid: encode_exact(tok, t, a, p) + (tid,),
     pick=lambda case: case.port_output[-1] if case.port_output else None,
-    headline="every encode ends with an extra token {id} ({text!r})")
+    about_edges=True, headline="every encode ends with an extra token {id} ({text!r})")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -17,7 +17,8 @@ groups, in order, into the test's causes:
    its own predicate, then diagnosed. So two bugs behind one first divergent character
    come out as two causes (at most :data:`MAX_CAUSES` new causes per group);
 3. at the end, an unexplained cause whose example two known causes reproduce together
-   is folded into them.
+   is folded into them, and one that a known cause's undo leaves to a catalogue variant is
+   named by it (two bugs at once, the second met before the first was known).
 
 A diagnosis must *predict*: a variant that reproduces the shrunk case (and up to
 :data:`CONFIRM` kept cases) names the cause only if the port answers as the variant does on
@@ -107,6 +108,10 @@ class Diagnoser(Protocol):
 
     def predicted(self, key: str, x, got) -> bool:
         """Whether the port's answer on ``x`` (``got``: the rerun's finding, or None) is the explanation's."""
+
+    def diagnose_after(self, known: list[str], findings: list) -> tuple:
+        """The explanations of what is left of the findings' port answers once a known
+        explanation that adds or drops tokens of its own (``known``) is undone."""
 
     def together(self, keys: list[tuple[str, ...]], finding) -> int | None:
         """The index of the known cause that, met with another, reproduces ``finding``."""
@@ -249,11 +254,13 @@ class CauseFinder:
         new.append(cause)
         return cause
 
-    def _diagnose(self, cause: Cause, others: list) -> None:
-        """Name the variants that reproduce the cause's shrunk finding and up to CONFIRM of
-        ``others`` that each reproduces, and that predict the port (:meth:`_predicts`)."""
-        with self._timed("diagnose"):
-            found = self.diagnoser.diagnose([cause.finding])
+    def _diagnose(self, cause: Cause, others: list, found: tuple | None = None) -> None:
+        """Name the variants that reproduce the cause's shrunk finding (``found``: already
+        asked) and up to CONFIRM of ``others`` that each reproduces, and that predict the port
+        (:meth:`_predicts`)."""
+        if found is None:
+            with self._timed("diagnose"):
+                found = self.diagnoser.diagnose([cause.finding]) or self._after(cause)
         found = self._discriminated(found[:PREDICTED_EXPLANATIONS], cause.finding)
         kept, made, passed = [], 0, 0
         for explanation in found:
@@ -268,6 +275,12 @@ class CauseFinder:
                 made, passed = made + n, passed + ok  # the accepted explanations' predictions
         cause.explanations = tuple(kept)
         cause.predictions = (made, passed) if self.ask else ()
+
+    def _after(self, cause: Cause) -> tuple:
+        """Two bugs at once, one of them a known cause: the explanations of what is left of the
+        port's answer with the known cause undone (:meth:`Diagnoser.diagnose_after`)."""
+        known = [k for c in self.causes if c is not cause for k in c.keys]
+        return self.diagnoser.diagnose_after(known, [cause.finding]) if known else ()
 
     def _discriminated(self, found: tuple, f) -> tuple:
         """Of explanations that all fit ``f``, those the port sides with on inputs where they
@@ -390,6 +403,14 @@ class CauseFinder:
         Each unexplained encode cause is characterised by its triggers (:meth:`_triggers`)."""
         if self.diagnoser is None:
             return self.causes
+        # An unexplained cause met before the cause it comes with was known ("a" with no BOS and
+        # a space put before it, seen before "" showed the BOS alone): diagnosed again now.
+        for c in self.causes:
+            if not c.keys and self.ask:
+                with self._timed("diagnose"):
+                    found = self._after(c)
+                if found:
+                    self._diagnose(c, [], found)
         out = self._folded()
         for c in out:
             if not c.keys and self.ask and isinstance(c.input, str):

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from harness.engine.predictions import (_other_flags, _split_character, f_input, outside_table,
                                         prediction_inputs, same_class)
+from harness.diagnosis.base import same_claim
 from harness.errors import HarnessError
 from harness.reports.finding import BYTE_CHECKS, Finding
 
@@ -68,6 +69,9 @@ class Diagnoser:
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self._bound: dict[str, object] = {}  # key -> the bound variant that produced it
+        # key -> the undo of a known cause it was met with (diagnose_after): the port's answer is
+        # judged with that cause's own tokens put back or taken off, where it shows
+        self._after: dict[str, object] = {}
         self._titles: dict[str, tuple] = {}  # a rebound key -> its (key, title, rule)
 
     @cached_property
@@ -101,7 +105,52 @@ class Diagnoser:
             out.append((key, v.title(cases), v.rule))
         return tuple(out)
 
-    def _reproduces(self, key: str, case) -> bool:
+    def diagnose_after(self, known: list[str], findings: list[Finding]) -> tuple:
+        """:meth:`diagnose` of what is left of the port's answers once a known cause that adds
+        or drops tokens of its own (a BOS left out, a forced EOS: its ``undo``) is undone: a
+        port with two bugs meets most texts with both ("a" with add_special: no BOS *and* a
+        space put before the text), and the second is named from what the first leaves. The
+        explanations found are judged that way from then on (:meth:`_port_view`)."""
+        from harness.diagnosis import explain
+        cases = [self.case_of(f) for f in findings]
+        for k in known:
+            undo = getattr(self._bound.get(k), "undo", None)
+            if undo is None:
+                continue
+            try:
+                rests = [undo(self.tok, c.port_output, c.input, *c.flags) for c in cases]
+            except (HarnessError, ValueError, UnicodeError):
+                continue
+            if any(r is None for r in rests):
+                continue
+            out = []
+            for v in explain(self.tok, [replace(c, port_output=tuple(r)) for c, r in zip(cases, rests)]):
+                key = key_of(v)
+                if key in known:
+                    continue
+                self._bound.setdefault(key, v)
+                self._after.setdefault(key, undo)
+                out.append((key, v.title(cases), v.rule))
+            if out:
+                return tuple(out)
+        return ()
+
+    def _port_view(self, key: str, case, port):
+        """The port's answer ``port`` on ``case`` as the explanation ``key`` is judged on it:
+        with the known cause it was met with undone where that cause shows (:meth:`diagnose_after`)."""
+        undo = self._after.get(key)
+        if undo is None or isinstance(port, (bytes, bytearray)):
+            return port
+        try:
+            rest = undo(self.tok, port, case.input, *case.flags)
+        except (HarnessError, ValueError, UnicodeError):
+            return port
+        return port if rest is None else tuple(rest)
+
+    def _reproduces(self, key: str, case, claim: bool = False) -> bool:
+        """Whether the variant ``key`` gives the port's output on ``case``: all of it, or with
+        ``claim`` (a prediction) what the variant claims of it (:func:`same_claim`: a variant
+        about what add_special puts around the text is asked only about the ends)."""
         v = self._bound.get(key)
         if v is None:
             return False
@@ -109,7 +158,11 @@ class Diagnoser:
             out = v.output(self.tok, case)
         except (HarnessError, ValueError, UnicodeError, RecursionError):
             return False  # the variant cannot answer here (llama.cpp would abort, ...): not this cause
-        want = case.port_output
+        want = self._port_view(key, case, case.port_output)
+        if want is not case.port_output and _same(out, exact_output(self.tok, case)):
+            return False  # only the known cause it was met with shows here: that cause's case, not this one's
+        if claim:
+            return same_claim(v, self.tok, out, want)
         return (bytes(out) if isinstance(want, bytes) else tuple(out)) == want
 
     def predictions(self, key: str, f: Finding, n: int, other_flags: int = 0) -> list:
@@ -178,7 +231,7 @@ class Diagnoser:
         except (HarnessError, ValueError, UnicodeError, RecursionError):
             return False
         port = exact_output(self.tok, case) if got is None else self.case_of(got).port_output
-        return _same(want, port)
+        return same_claim(v, self.tok, want, self._port_view(key, case, port))
 
     def agreements(self, key: str, f: Finding, n: int, targeted: bool = False) -> list:
         """Up to ``n`` inputs (the finding's own flags) where the variant ``key`` answers what
@@ -234,7 +287,7 @@ class Diagnoser:
     def predicted(self, key: str, x, got: Finding | None) -> bool:
         """Whether the port's answer on prediction input ``x`` is the variant's: ``got`` is the
         rerun's finding (None: the port agreed with llama.cpp, which the variant does not)."""
-        return got is not None and self._reproduces(key, self.case_of(got))
+        return got is not None and self._reproduces(key, self.case_of(got), claim=True)
 
     def explains(self, keys: tuple[str, ...], f: Finding) -> bool:
         """Whether one of the explanations ``keys`` reproduces the port's output on ``f``: as
