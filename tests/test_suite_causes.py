@@ -67,6 +67,25 @@ def test_two_decode_bugs_met_at_once_stay_two_causes(pytester, monkeypatch):
     assert sum(n for _, n in causes) == report["totals"]["divergent_cases"]
 
 
+@pytest.mark.reference
+def test_a_bos_bug_and_a_text_bug_met_at_once_are_each_named(pytester, monkeypatch):
+    """With add_special, every text a port with no BOS and NBSP read as a space gets wrong
+    shows both bugs, and no variant alone reproduces it. The BOS cause is named by its
+    ends (the text's tokens between them are another bug's), and the NBSP cause from what
+    is left with the BOS put back (harness.engine.diagnoser: diagnose_after): two named
+    causes, not one unexplained one."""
+    script = Path(__file__).parent / "ports" / "faulty_port.py"
+    port = f"{shlex.quote(sys.executable)} {shlex.quote(str(script))} --vocab {{vocab}} --bugs no-bos,nbsp"
+    node = f"{SUITE / 'test_encode.py'}::test_encode[llama-bpe-add]"
+    result, report = run_suite(pytester, monkeypatch, port, "llama-bpe", [node])
+    assert result.ret == 1, result.stdout.str()[-3000:]
+    causes = sorted((c["diagnosis"] or "unexplained", c["cases"], tuple(c["predictions"])) for c in report["causes"])
+    print(causes)
+    assert [d for d, _, _ in causes] == ["add_bos_ignored", "char_read_as_space"], causes
+    assert all(made == passed > 0 for _, _, (made, passed) in causes), causes
+    assert sum(n for _, n, _ in causes) + report["totals"]["unattributed_cases"] == report["totals"]["divergent_cases"]
+
+
 # bug of tests/ports/uncatalogued.py -> (vocab, suite nodes as (check, flags)), the most causes it
 # may come out as today, and the target (one). None of them is a catalogue entry.
 UNCATALOGUED = {

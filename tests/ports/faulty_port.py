@@ -20,7 +20,8 @@ Bugs (each independent of the others):
 - ``nfkc``: the input NFKC-normalised;
 - ``zwj``: U+200D (ZERO WIDTH JOINER) dropped;
 - ``curly``: ’ (U+2019) read as ' (U+0027);
-- ``native-digits``: non-ASCII decimal digits read as ASCII ones (``unicodedata.decimal``).
+- ``native-digits``: non-ASCII decimal digits read as ASCII ones (``unicodedata.decimal``);
+- ``no-bos``: add_special adds no BOS (the vocab's add_bos ignored).
 
 The text bugs apply to the text before anything else, in the order listed.
 Each bug is one cause for ``harness.diagnosis`` (tests/test_diagnosis.py names them).
@@ -80,7 +81,7 @@ TEXT_BUGS = {
 }
 
 
-BUGS = set(TEXT_BUGS) | {"digits", "decode-space", "fffd", "extra-token", "piece-byte"}
+BUGS = set(TEXT_BUGS) | {"digits", "decode-space", "fffd", "extra-token", "piece-byte", "no-bos"}
 
 
 def read_text(text: str, bugs: set[str]) -> str:
@@ -115,6 +116,8 @@ class Faulty:
                    for i in self.tok.encode(part, add_special=False, parse_special=parse)]
         else:
             ids = self.tok.encode(text, add_special=add, parse_special=parse)
+        if "no-bos" in self.bugs and add and ids[:1] == [self.tok.vocab.bos]:
+            ids = ids[1:]
         return ids + [0] * ("extra-token" in self.bugs)
 
     def decode(self, req):
