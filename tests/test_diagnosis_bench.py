@@ -143,6 +143,11 @@ def test_the_match_keys_one_by_one(toy):
     bugs = {b.id: b for b in toy["labels"].bugs}
     both = enc("a\xa0\uff08")
     assert first_bug(toy["labels"].bugs[:2], both, toy["types"]) == "nbsp-split"  # the first in file order
+    # an example showing two bugs goes to the one its cause's diagnosis names, if one does
+    swapped = toy["labels"].bugs[1::-1]  # fullwidth-punct (no diagnosis) first, then nbsp-split
+    assert first_bug(swapped, both, toy["types"]) == "fullwidth-punct"
+    assert first_bug(swapped, both, toy["types"], "char_read_as_space") == "nbsp-split"
+    assert first_bug(swapped, both, toy["types"], "a_diagnosis_of_neither") == "fullwidth-punct"
     assert not matches(bugs["nbsp-split"], ids("decode", [1]), toy["types"])      # checks
     ranged = copy.deepcopy(LABELS)
     ranged["bugs"] = [{"id": "r", "vocabs": ["toy"], "diagnoses": [],

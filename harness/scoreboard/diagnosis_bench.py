@@ -8,7 +8,8 @@ selects), one after the other:
    test_crosscheck'``) on the label file's ``vocabs``, into ``<out>/diagnosis-bench/<port>/``,
    with a fixed seed (``--seed``, default ``$CONFORMANCE_SEED`` else 1) and a replay store of its
    own that starts empty, so that a run is repeatable and no earlier run's failures count;
-2. **score** its causes (``conformance.json``): each cause goes to the first bug whose ``match``
+2. **score** its causes (``conformance.json``): each cause goes to the first bug (of several,
+   the first its diagnosis names) whose ``match``
    holds on its minimal example (:func:`harness.scoreboard.labels.first_bug`); its other
    findings are matched too, and a cause whose findings match two bugs is *mixed*;
 3. **write** ``<out>/diagnosis-bench.json`` and ``.md`` (:mod:`harness.reports.diagnosis_bench`:
@@ -64,8 +65,8 @@ def assign(cause: dict, findings: list[dict], bugs: list[Bug], token_types: Toke
     """One cause's bug (from its minimal example), verdict and, if its findings match two
     bugs or more, those bugs (``mixed``, in file order). A cause no bug matches but an
     adapter effect does is the adapter's (``adapter``), judged by that effect's diagnoses."""
-    bug = first_bug(bugs, cause["example"], token_types)
-    effect = first_bug(adapter, cause["example"], token_types) if bug is None else None
+    bug = first_bug(bugs, cause["example"], token_types, cause.get("diagnosis"))
+    effect = first_bug(adapter, cause["example"], token_types, cause.get("diagnosis")) if bug is None else None
     if effect is not None:
         e = next(b for b in adapter if b.id == effect)
         return {"cause": cause["id"], "bug": None, "adapter": effect, "diagnosis": cause.get("diagnosis"),

@@ -256,9 +256,15 @@ def matches(bug: Bug, ex: dict, token_types: TokenTypes) -> bool:
     return True
 
 
-def first_bug(bugs, ex: dict, token_types: TokenTypes) -> str | None:
-    """The id of the first bug whose match holds on ``ex``, or None."""
-    return next((b.id for b in bugs if matches(b, ex, token_types)), None)
+def first_bug(bugs, ex: dict, token_types: TokenTypes, diagnosis: str | None = None) -> str | None:
+    """The id of the first bug whose match holds on ``ex``, or None; of several, the first
+    that ``diagnosis`` names (a minimal example can show two bugs at once, as candle's "a" on
+    llama-bpe: no BOS and a space put before it; the cause named for one of them is that
+    one's)."""
+    held = [b for b in bugs if matches(b, ex, token_types)]
+    named = [b for b in held if diagnosis is not None and diagnosis in b.diagnoses]
+    pick = named or held
+    return pick[0].id if pick else None
 
 
 def characterised_set(cause: dict, findings: list[dict]) -> tuple[set[str], set[tuple[str, int]]]:
