@@ -106,8 +106,9 @@ class Diagnoser(Protocol):
         """Up to ``n`` inputs (the finding's own flags) where the explanation ``key`` and llama.cpp
         agree (``targeted``: only those where a wider defect of its kind would show)."""
 
-    def predicted(self, key: str, x, got) -> bool:
-        """Whether the port's answer on ``x`` (``got``: the rerun's finding, or None) is the explanation's."""
+    def predicted(self, key: str, x, got, known: tuple[str, ...] = ()) -> bool:
+        """Whether the port's answer on ``x`` (``got``: the rerun's finding, or None) is the
+        explanation's (for decode and pieces, possibly with a ``known`` cause's output change too)."""
 
     def diagnose_after(self, known: list[str], findings: list) -> tuple:
         """The explanations of what is left of the findings' port answers once a known
@@ -314,11 +315,12 @@ class CauseFinder:
             return 0, 0, True
         own = [0, 0]
         other = [0, 0]
+        known = tuple(k for c in self.causes for k in c.keys if k != key)  # bugs a prediction may also meet
         for x, flags in self.diagnoser.predictions(key, f, PREDICT, OTHER_FLAGS if self.other_flags else 0):
             got = self.probe(f.check, x, flags)
             if got is UNANSWERED:
                 continue  # unsupported or a port error: no evidence either way
-            ok = self.diagnoser.predicted(key, x, got)
+            ok = self.diagnoser.predicted(key, x, got, known)
             if flags is not None:
                 if got is not None and not ok:
                     continue  # the port parts from llama.cpp in another way there: no evidence
@@ -404,13 +406,12 @@ class CauseFinder:
         if self.diagnoser is None:
             return self.causes
         # An unexplained cause met before the cause it comes with was known ("a" with no BOS and
-        # a space put before it, seen before "" showed the BOS alone): diagnosed again now.
+        # a space put before it, seen before "" showed the BOS alone; a lossy decode whose
+        # predictions meet a stripped leading space too): diagnosed again now, with them known.
         for c in self.causes:
-            if not c.keys and self.ask:
-                with self._timed("diagnose"):
-                    found = self._after(c)
-                if found:
-                    self._diagnose(c, [], found)
+            known_since = any(o.keys for o in self.causes if o is not c)
+            if not c.keys and self.ask and known_since:
+                self._diagnose(c, [])
         out = self._folded()
         for c in out:
             if not c.keys and self.ask and isinstance(c.input, str):
