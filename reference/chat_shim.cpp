@@ -79,6 +79,56 @@ void set_kwargs(const common_json & req, common_chat_templates_inputs & inputs) 
     }
 }
 
+// The inputs llama-server gives common_chat_templates_apply for a chat request with its
+// default options (tools/server/server-common.cpp, oaicompat_chat_params_parse, and the
+// defaults of common/common.h and tools/server/server-context.cpp):
+//   - reasoning_format: COMMON_REASONING_FORMAT_DEEPSEEK (common_params::reasoning_format);
+//   - enable_thinking: enable_reasoning (-1, auto) != 0 && the template supports thinking
+//     (common_chat_templates_support_enable_thinking, server-context.cpp), then the
+//     "enable_thinking" kwarg overrides it;
+//   - parallel_tool_calls: the template caps' supports_parallel_tool_calls;
+//   - tools without Jinja (--no-jinja) are refused;
+//   - prefill_assistant (true): a conversation that ends with an assistant message is
+//     continued (continue_final_message AUTO, no generation prompt); two trailing
+//     assistant messages are refused.
+void server_inputs(const common_json & req, const common_chat_templates * tmpls, common_chat_templates_inputs & inputs) {
+    inputs.use_jinja = bool_field(req, "jinja", true);
+    inputs.add_generation_prompt = bool_field(req, "add_generation_prompt", true);
+    inputs.messages = common_chat_msgs_parse_oaicompat(req.contains("messages") ? req.at("messages")
+                                                                             : common_json::array());
+    if (req.contains("tools") && !req.at("tools").is_null()) {
+        if (!inputs.use_jinja && req.at("tools").is_array() && !req.at("tools").empty()) {
+            throw std::runtime_error("tools param requires --jinja flag");
+        }
+        inputs.tools = common_chat_tools_parse_oaicompat(req.at("tools"));
+    }
+    inputs.parallel_tool_calls = common_chat_templates_get_caps(tmpls)["supports_parallel_tool_calls"];
+    const auto n = inputs.messages.size();
+    if (n > 0 && inputs.messages.back().role == "assistant") {
+        if (n >= 2 && inputs.messages[n - 2].role == "assistant") {
+            throw std::invalid_argument("Cannot have 2 or more assistant messages at the end of the list.");
+        }
+        inputs.continue_final_message = COMMON_CHAT_CONTINUATION_AUTO;
+        inputs.add_generation_prompt = false;
+        if (!inputs.messages.back().tool_calls.empty()) {
+            throw std::invalid_argument("Cannot continue an assistant message that contains tool calls.");
+        }
+    }
+    inputs.reasoning_format = COMMON_REASONING_FORMAT_DEEPSEEK;
+    if (inputs.use_jinja) {
+        try {
+            inputs.enable_thinking = common_chat_templates_support_enable_thinking(tmpls);
+        } catch (const std::exception & e) {
+            // the server asks this once at startup, without the request's kwargs, and refuses to start
+            throw std::runtime_error(std::string("llama-server would not start with this template: "
+                                                 "common_chat_templates_support_enable_thinking raised: ") + e.what());
+        }
+    } else {
+        inputs.enable_thinking = false;
+    }
+    set_kwargs(req, inputs);
+}
+
 }  // namespace
 
 extern "C" {
@@ -146,9 +196,9 @@ int32_t ref_chat_builtin_apply(const char * tmpl, const char * const * roles, co
 // absent template means the model's own `tokenizer.chat_template`, and BOS/EOS texts and
 // add_bos/add_eos come from its vocab (common_chat_templates_init ignores the overrides).
 //
-// Rendering: common_chat_templates_init + common_chat_templates_apply, with the messages
-// and tools parsed by common_chat_msgs_parse_oaicompat/common_chat_tools_parse_oaicompat
-// as the server parses them. The prompt comes back as one string: the Jinja engine marks
+// Rendering: common_chat_templates_init + common_chat_templates_apply, with the inputs
+// llama-server gives it (server_inputs above: messages and tools parsed by
+// common_chat_msgs_parse_oaicompat/common_chat_tools_parse_oaicompat, its defaults). The prompt comes back as one string: the Jinja engine marks
 // the parts that came from a message (common/jinja/string.h, is_input), but
 // common_chat_template_direct_apply_impl (common/chat.cpp) joins the parts with
 // `parts->as_string().str()`, dropping the marks, and the server tokenizes that string.
@@ -183,14 +233,7 @@ int32_t ref_chat_apply(const void * model, const char * request_json, char ** te
         auto tmpls = common_chat_templates_init(mdl, tmpl, str_field(req, "bos_token", ""),
                                                 str_field(req, "eos_token", ""));
         common_chat_templates_inputs inputs;
-        inputs.use_jinja = bool_field(req, "jinja", true);
-        inputs.add_generation_prompt = bool_field(req, "add_generation_prompt", true);
-        inputs.messages = common_chat_msgs_parse_oaicompat(req.contains("messages") ? req.at("messages")
-                                                                                 : common_json::array());
-        if (req.contains("tools") && !req.at("tools").is_null()) {
-            inputs.tools = common_chat_tools_parse_oaicompat(req.at("tools"));
-        }
-        set_kwargs(req, inputs);
+        server_inputs(req, tmpls.get(), inputs);
         const std::string prompt = common_chat_templates_apply(tmpls.get(), inputs).prompt;
         if (mdl != nullptr) {
             const std::vector<llama_token> toks = common_tokenize(llama_model_get_vocab(mdl), prompt,

@@ -219,5 +219,19 @@ def test_kwargs_reach_the_template_as_the_server_passes_them(chat, inproc):
     assert "<|think|>" in on.text and "<|think|>" not in off.text
     with pytest.raises(ChatTemplateError, match="invalid type for \"enable_thinking\""):
         chat.render(None, SMALL[1:2], kwargs={"enable_thinking": "no"}, vocab=ref)
-    custom = chat.render("{{ greeting }} {{ n + 1 }}", SMALL[1:2], kwargs={"greeting": "hey", "n": 41})
+    custom = chat.render("{{ greeting }} {{ (n or 0) + 1 }}", SMALL[1:2], kwargs={"greeting": "hey", "n": 41})
     assert custom.text == "hey 42"
+    # llama-server asks whether the template supports thinking once, at startup, without the
+    # request's kwargs (server-context.cpp): a template that raises then never serves
+    with pytest.raises(ChatTemplateError, match="llama-server would not start with this template"):
+        chat.render("{{ n + 1 }}", SMALL[1:2], kwargs={"n": 41})
+
+
+def test_a_trailing_assistant_message_is_continued_as_the_server_prefills(chat, inproc):
+    ref = inproc("qwen2")
+    turns = SMALL[1:3]  # user, then assistant "Hello."
+    out = chat.render(None, turns, add_generation_prompt=True, vocab=ref)
+    # prefill_assistant (default on): continue_final_message, no end of turn, no generation prompt
+    assert out.text.endswith("<|im_start|>assistant\nHello.")
+    with pytest.raises(ChatTemplateError, match="Cannot have 2 or more assistant messages"):
+        chat.render(None, turns + [{"role": "assistant", "content": "Again."}], vocab=ref)

@@ -38,7 +38,7 @@ CONVERSATIONS = (
     Conversation("two turns", [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello."}, _USER]),
     Conversation("system first", [{"role": "system", "content": "Be terse."}, _USER]),
     Conversation("special text in a message", [{"role": "user", "content": "a<|im_end|><eos></s><|end|>b"}]),
-    Conversation("no generation prompt", [_USER, {"role": "assistant", "content": "4"}], add_generation_prompt=False),
+    Conversation("assistant last (prefilled)", [_USER, {"role": "assistant", "content": "4"}], add_generation_prompt=False),
     Conversation("whitespace kept", [{"role": "user", "content": "  lead and trail  \n\n"}]),
     Conversation("thinking off", [_USER], kwargs={"enable_thinking": False}),
     Conversation("tools and a tool call", [_USER, {"role": "assistant", "content": "", "tool_calls": [
