@@ -165,7 +165,9 @@ def render(template: str | None, messages: list[dict], *, tools: list | None = N
     server reads it). ``template`` None or ``""`` means the vocab's own (``vocab`` needed).
     ``bos_token``/``eos_token`` are used without a vocab only. ``builtin=True`` is the
     server's ``--no-jinja`` route (``llama_chat_apply_template`` on the template).
-    With ``vocab``, ``ids`` are llama-server's prompt ids; without, None.
+    With ``vocab``, ``ids`` are llama-server's prompt ids; without, None. The other inputs
+    are llama-server's defaults (``server_inputs`` in chat_shim.cpp: enable_thinking where
+    the template supports it, a trailing assistant message continued, ...).
     """
     lib = chat_library()
     request = json.dumps({"template": template or "", "messages": messages, "tools": tools,
