@@ -10,8 +10,8 @@ Jinja path is checked at all (``supported_with_jinja``). It reads the C++ aggreg
 initializers of ``test_cases`` positionally, as the compiler does; no llama.cpp code is
 copied, only the literals. Rerun after moving the pin, and review the diff.
 
->>> literals('{ /* .a= */ "x\\\\n" "y", U8C("é"), true, {{"u", "v"}} }')
-['{', 'x\\ny', 'é', True, '{', '{', 'u', 'v', '}', '}', '}']
+>>> literals('{ /* .a= */ "x\\\\n" "y", U8C("é"), u8"ü", true, {{"u", "v"}} }')
+['{', 'x\\ny', 'é', 'ü', True, '{', '{', 'u', 'v', '}', '}', '}']
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ FIELDS = ("name", "template_str", "expected_output", "expected_output_jinja", "b
           "supported_with_jinja", "extra_conversation")
 DEFAULTS = {"bos_token": "", "eos_token": "", "supported_with_jinja": True, "extra_conversation": []}
 SOURCE = "tests/test-chat-template.cpp"
-_TOKEN = re.compile(r'\s+|//[^\n]*|/\*.*?\*/|U8C\(|u8"|"(?:[^"\\]|\\.)*"|true|false|[{},()]', re.S)
+_TOKEN = re.compile(r'\s+|//[^\n]*|/\*.*?\*/|U8C\(|u8(?=")|"(?:[^"\\]|\\.)*"|true|false|[{},()]', re.S)
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", '"': '"', "'": "'", "0": "\0"}
 
 
@@ -61,9 +61,13 @@ def literals(code: str) -> list:
     and ``u8"..."`` unwrapped, comments dropped."""
     out: list = []
     joinable = False
-    for m in _TOKEN.finditer(code):
-        tok = m.group()
-        if tok.isspace() or tok.startswith(("//", "/*")) or tok in ("U8C(", ")", "u8\""):
+    at = 0
+    while at < len(code):
+        m = _TOKEN.match(code, at)
+        if m is None:  # an identifier, a number: not a literal this reader knows; say where
+            raise ValueError(f"unexpected C++ at {code[at:at + 40]!r}: teach tools/chat_golden.py to read it")
+        tok, at = m.group(), m.end()
+        if tok.isspace() or tok.startswith(("//", "/*")) or tok in ("U8C(", ")", "u8"):
             continue
         if tok.startswith('"'):
             text = _unescape(tok[1:-1])
