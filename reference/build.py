@@ -180,10 +180,11 @@ def _shim_command(source_dir: Path, arts: Artifacts) -> list[str]:
 
 
 def _chat_shim_command(source_dir: Path, arts: Artifacts) -> list[str]:
-    # common/'s headers (chat.h, json.h, jinja/) and libllama-common beside libllama in bin/
+    # common/'s headers (chat.h, json.h, jinja/), and libllama-common beside libllama in bin/
     src = Path(source_dir)
     return ["c++", "-std=c++17", "-O2", "-shared", "-fPIC",
             "-I", str(src / "include"), "-I", str(src / "ggml" / "include"), "-I", str(src / "common"),
+            "-I", str(src / "vendor"),  # nlohmann/, which common/ includes directly at older pins
             str(CHAT_SHIM_SOURCE), "-o", str(arts.chat_shim),
             "-L", str(arts.libllama.parent), "-lllama-common", "-lllama", f"-Wl,-rpath,{arts.libllama.parent}"]
 

@@ -17,8 +17,16 @@
 #include "llama.h"
 #include "chat.h"    // common/: common_chat_templates_*, common_chat_msgs_parse_oaicompat
 #include "common.h"  // common/: common_tokenize
-#include "json.h"    // common/: common_json
 #include "log.h"     // common/: common_log_set_verbosity_thold
+
+// common/ takes its JSON as common_json (common/json.h) from 0c1e570 on, as
+// nlohmann::ordered_json (vendor/) before, e.g. at 4df29be; this file uses only what both have.
+#if __has_include("json.h")
+#include "json.h"
+#else
+#include <nlohmann/json.hpp>
+using common_json = nlohmann::ordered_json;
+#endif
 
 #include <cstdint>
 #include <cstdlib>
