@@ -22,7 +22,7 @@ SOURCE_FLAG := $(if $(SOURCE),--source $(SOURCE),)
 
 export LLAMA_CPP_DIR PORT VOCABS HYPOTHESIS_PROFILE KNOWN_EXAMPLES BUDGET CONFORMANCE_SEED PIN ALLOW_UNSUPPORTED LENGTH_SCALING
 
-.PHONY: all fetch reference test test-slow test-remote chromium openssh scoreboard-deps conformance sweep bench scoreboard scoreboard-readme fuzz-ports diagnosis-bench diagnosis-bench-readme pin pin-diff test-pins verify dist clean help coverage fuzz
+.PHONY: all fetch reference chat-check test test-slow test-remote chromium openssh scoreboard-deps conformance sweep bench scoreboard scoreboard-readme fuzz-ports diagnosis-bench diagnosis-bench-readme pin pin-diff test-pins verify dist clean help coverage fuzz
 
 all: test
 
@@ -88,6 +88,12 @@ conformance: reference
 	  $(if $(CONFORMANCE_EXIT),echo $$code > '$(CONFORMANCE_EXIT)';) \
 	  [ $$code -eq 0 ] || echo "make conformance: llama-conformance exited $$code; make exits 2 on any failure (tools/conformance.sh exits $$code)"; \
 	  exit $$code
+
+# The chat check (issue 32): the port's chat renderings of fixed conversations vs llama.cpp's on every
+# vocab that carries a chat template. Not part of make conformance: the harness port has no chat
+# renderer yet (exit 4, unsupported); PORT=llama.cpp gives 0 divergences.
+chat-check: reference
+	$(PY) -m harness chat-check --port "$${PORT:-harness}"
 
 sweep: reference
 	$(PY) tools/sweep.py --via session $(VOCABS)

@@ -7,6 +7,7 @@
 * ``fuzz [--seconds S] [--seed N]``: hostile GGUF files, judged by llama.cpp (``make fuzz``).
 * ``fuzz-ports [--seconds S] [--seed N]``: hostile ports against the engine (``make fuzz-ports``).
 * ``pin-diff --from A --to B [--out DIR]``: llama.cpp against llama.cpp across two pins (``make pin-diff``).
+* ``chat-check [--port SPEC] [--vocabs ...]``: a port's chat renderings against llama.cpp's (``make chat-check``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ COMMANDS = {
     "fuzz": "harness.fuzz.run",
     "fuzz-ports": "harness.fuzz.ports",
     "pin-diff": "harness.pindiff",
+    "chat-check": "harness.chatcheck",
 }
 
 

@@ -79,6 +79,18 @@ class ReferenceFailure(HarnessError):
         super().__init__(f"{message}\n--- stderr ---\n{tail}" if tail else message)
 
 
+class ChatTemplateError(HarnessError):
+    """llama.cpp raised while applying a chat template: the template's own
+    ``raise_exception``, a Jinja syntax or type error, a conversation it refuses, or a
+    template the built-in path does not know. ``message`` is llama.cpp's own text; it is
+    llama.cpp's answer to that conversation, not a failure of the reference."""
+
+    def __init__(self, message: str, *, path: str = "jinja"):
+        self.message, self.path = message, path
+        super().__init__(f"llama.cpp's {path} chat path raised: {message} (fix the template or the "
+                         "conversation; llama-server answers this request with the same error)")
+
+
 class PortError(HarnessError):
     """A port under test crashed, hung, or answered with something malformed."""
 

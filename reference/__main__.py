@@ -74,7 +74,8 @@ def _paths(args) -> int:
     from .build import artifacts
 
     arts = artifacts()
-    print(f"llama-tokenize {arts.llama_tokenize}\nlibllama {arts.libllama}\nshim {arts.shim}")
+    print(f"llama-tokenize {arts.llama_tokenize}\nlibllama {arts.libllama}\nshim {arts.shim}\n"
+          f"chat shim {arts.chat_shim}")
     return 0
 
 

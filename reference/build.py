@@ -5,8 +5,18 @@ the shim's source, so a second ``make reference`` with nothing changed returns
 in seconds, and changing any of them builds afresh beside the old one.
 The log goes to ``<build>/build.log``; on failure its tail is shown.
 
+Two shims are built against the pinned headers: ``libreference_shim.so``
+(``shim.cpp``, libllama's tokenizer) and ``libreference_chat.so`` (``chat_shim.cpp``,
+chat templating: libllama's built-in formats and common/'s Jinja path). The chat shim
+links ``libllama-common`` (common/: chat.cpp, jinja/, no curl or OpenSSL with the options
+below), which llama-tokenize links already: naming it in TARGETS builds nothing more.
+
 ``LLAMA_CONFORMANCE_BUILD=/path`` points the adapters at an existing build
-(with ``bin/llama-tokenize``, ``bin/libllama.so`` and ``libreference_shim.so``).
+(with ``bin/llama-tokenize``, ``bin/libllama.so``, ``libreference_shim.so`` and
+``libreference_chat.so``).
+
+>>> sorted(TARGETS)
+['llama', 'llama-common', 'llama-tokenize']
 """
 
 from __future__ import annotations
@@ -40,8 +50,10 @@ CMAKE_OPTIONS = (
     ("LLAMA_BUILD_UI", "OFF"),
     ("LLAMA_BUILD_TOOLS", "ON"),  # llama-tokenize lives in tools/
 )
-TARGETS = ("llama-tokenize", "llama")
+# llama-common: common/ (chat.cpp, jinja/) for the chat shim; llama-tokenize links it already.
+TARGETS = ("llama-tokenize", "llama", "llama-common")
 SHIM_SOURCE = Path(__file__).with_name("shim.cpp")
+CHAT_SHIM_SOURCE = Path(__file__).with_name("chat_shim.cpp")
 _STAMP = "complete.json"
 
 
@@ -63,7 +75,13 @@ class Artifacts:
     def shim(self) -> Path:
         return self.build_dir / "libreference_shim.so"
 
+    @property
+    def chat_shim(self) -> Path:
+        return self.build_dir / "libreference_chat.so"
+
     def missing(self) -> list[Path]:
+        """The tokenizer's outputs that are absent (the chat shim is asked for apart, by
+        :mod:`reference.chat`: a build copied by ``prepare --copy-build`` has no chat shim)."""
         return [p for p in (self.llama_tokenize, self.libllama, self.shim) if not p.is_file()]
 
 
@@ -76,9 +94,10 @@ def _compiler_id() -> str:
 
 
 def build_key(commit: str, source_tag: str = "pinned") -> str:
-    """A short hash naming the build directory: pin, options, compiler, shim."""
+    """A short hash naming the build directory: pin, options, compiler, shims."""
     blob = json.dumps([commit, source_tag, CMAKE_OPTIONS, TARGETS, _compiler_id(),
-                       hashlib.sha256(SHIM_SOURCE.read_bytes()).hexdigest()])
+                       hashlib.sha256(SHIM_SOURCE.read_bytes()).hexdigest(),
+                       hashlib.sha256(CHAT_SHIM_SOURCE.read_bytes()).hexdigest()])
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -126,7 +145,7 @@ def build(source_dir: Path, *, pinned_tree: bool = True, jobs: int | None = None
     key = build_key(lock.key, "pinned" if pinned_tree else _source_tag(source_dir))
     arts = Artifacts(cache_dir() / "build" / key)
     stamp = arts.build_dir / _STAMP
-    if stamp.is_file() and not arts.missing():
+    if stamp.is_file() and not arts.missing() and arts.chat_shim.is_file():
         print(f"reference: up to date ({arts.build_dir})", file=sys.stderr)
         return arts
     arts.build_dir.mkdir(parents=True, exist_ok=True)
@@ -142,7 +161,7 @@ def build(source_dir: Path, *, pinned_tree: bool = True, jobs: int | None = None
     started = time.monotonic()
     meter = progress.Meter("reference: build", estimate_s=last)  # its clock counts from here, as `last` did
     with open(log, "w") as fh:
-        for cmd in (configure, compile_cmd, _shim_command(source_dir, arts)):
+        for cmd in (configure, compile_cmd, _shim_command(source_dir, arts), _chat_shim_command(source_dir, arts)):
             _run_logged(cmd, fh, log, meter if cmd is compile_cmd else None)
     seconds = time.monotonic() - started
     stamp.write_text(json.dumps({"commit": lock.commit, "pin": lock.name, "options": CMAKE_OPTIONS,
@@ -158,6 +177,16 @@ def _shim_command(source_dir: Path, arts: Artifacts) -> list[str]:
             "-I", str(src / "include"), "-I", str(src / "ggml" / "include"), "-I", str(src / "src"),
             str(SHIM_SOURCE), "-o", str(arts.shim),
             "-L", str(arts.libllama.parent), "-lllama", f"-Wl,-rpath,{arts.libllama.parent}"]
+
+
+def _chat_shim_command(source_dir: Path, arts: Artifacts) -> list[str]:
+    # common/'s headers (chat.h, json.h, jinja/), and libllama-common beside libllama in bin/
+    src = Path(source_dir)
+    return ["c++", "-std=c++17", "-O2", "-shared", "-fPIC",
+            "-I", str(src / "include"), "-I", str(src / "ggml" / "include"), "-I", str(src / "common"),
+            "-I", str(src / "vendor"),  # nlohmann/, which common/ includes directly at older pins
+            str(CHAT_SHIM_SOURCE), "-o", str(arts.chat_shim),
+            "-L", str(arts.libllama.parent), "-lllama-common", "-lllama", f"-Wl,-rpath,{arts.libllama.parent}"]
 
 
 def _last_build_file() -> Path:

@@ -137,6 +137,12 @@ class InProcessReference:
         (``llama_vocab_get_attr`` and friends) with explicitly declared signatures."""
         return self._vocab
 
+    @property
+    def model_handle(self) -> int:
+        """The ``llama_model *`` (vocab_only) as an int: the chat shim renders the vocab's own
+        template and tokenizes the prompt through it (:mod:`reference.chat`)."""
+        return self._model
+
     def close(self) -> None:
         """Free the model (instances from ``load`` are shared: do not close those)."""
         if self._model:

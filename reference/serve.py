@@ -19,7 +19,7 @@ import sys
 
 
 class PinnedLlama:
-    """The oracle of pin ``pin`` as a protocol backend: its calls, plus ``info``."""
+    """The oracle of pin ``pin`` as a protocol backend: its calls, plus ``info`` and ``chat``."""
 
     def __init__(self, ref, pin: str):
         self.ref, self.pin, self.n_vocab = ref, pin, ref.n_vocab
@@ -27,6 +27,22 @@ class PinnedLlama:
 
     def info(self) -> dict:
         return {"vocab_type": f"llama.cpp@{self.pin}", "pre_type": None}
+
+    def chat(self, template, messages, *, tools=None, add_generation_prompt=False, kwargs=None, builtin=False):
+        """The ``chat`` op from :func:`reference.chat.render` over this vocab: the prompt as
+        llama-server renders it and its ids; a template that raises in llama.cpp is answered
+        ``raised`` with llama.cpp's message."""
+        from harness.errors import ChatTemplateError
+        from harness.protocol.chat import ChatAnswer
+
+        from .chat import render
+
+        try:
+            out = render(template, messages, tools=tools, add_generation_prompt=add_generation_prompt,
+                         kwargs=kwargs, builtin=builtin, vocab=self.ref)
+        except ChatTemplateError as e:
+            return ChatAnswer(raised=e.message)
+        return ChatAnswer(data=out.data, ids=out.ids)
 
 
 def main(pin: str, vocab: str) -> int:

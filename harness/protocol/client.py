@@ -27,6 +27,7 @@ from pathlib import Path
 
 from harness.errors import PortError, PortRequestError, PortUnsupported
 from harness.protocol.channel import MAX_LINE, ChannelError, LineChannel
+from harness.protocol.chat import BadChatAnswer, ChatAnswer, ChatIdOutOfRange
 
 DEFAULT_TIMEOUT = 30.0  # seconds per request, unless $PORT_TIMEOUT says otherwise
 
@@ -255,6 +256,23 @@ class ExternalPort:
             raise PortRequestError(f"port {self.command!r} answered id {bad} out of range [0, {n}) in ids "
                                    f"{str(ids)[:200]} to {req_text}", stderr=self.stderr())
         return ids
+
+    def chat(self, template, messages, *, tools=None, add_generation_prompt=False, kwargs=None,
+             builtin=False) -> ChatAnswer:
+        """The ``chat`` op (:mod:`harness.protocol.chat`): the port's rendering of a conversation
+        and, if it gives them, its ids. ``unsupported`` raises PortUnsupported; an answer of
+        no protocol shape is garbage (the port is down); an id out of range is this
+        request's port error."""
+        req = {"op": "chat", "template": template, "messages": messages, "tools": tools,
+               "add_generation_prompt": add_generation_prompt, "kwargs": kwargs or {}, "builtin": builtin}
+        response = self.request(req)
+        try:
+            return ChatAnswer.from_json(response, self._n_vocab)
+        except ChatIdOutOfRange as e:  # answered in step: the request's error, the port serves on
+            raise PortRequestError(f"port {self.command!r} {e} to {json.dumps(req, ensure_ascii=True)[:300]}",
+                                   stderr=self.stderr()) from None
+        except BadChatAnswer as e:
+            raise self._fail(f"answered a bad chat answer: {e}", req) from None
 
     def pieces(self, ids, *, special=False) -> list:
         """Each id's piece (bytes), or the PortRequestError its request got; batched

@@ -8,7 +8,9 @@ A *backend* is any object with llama.cpp's calls (keyword flags, bytes out)::
     n_vocab: int
 
 and, optionally, ``info() -> dict`` for more ``info`` fields (``vocab_type``,
-``unsupported``, ``library``, ...). The harness tokenizer
+``unsupported``, ``library``, ...), and ``chat(template, messages, *, tools,
+add_generation_prompt, kwargs, builtin) -> ChatAnswer`` for the ``chat`` op
+(:mod:`harness.protocol.chat`; a backend without it answers ``unsupported``). The harness tokenizer
 (:mod:`harness.tokenizer.serve`), a pinned llama.cpp (``reference/serve.py``) and the
 Python ports of the scoreboard (``ports/python/*/serve.py``) are served by :func:`serve`; a vocab a backend cannot
 load is served by :func:`refuse` (every request answered ``unsupported``).
@@ -20,7 +22,7 @@ A backend exception on one request is that request's ``{"error"}``; the server k
 serving.
 
 >>> handle(None, '{"op": "nope"}')
-{'error': "unknown op 'nope'; expected one of: batch, decode, encode, info, piece"}
+{'error': "unknown op 'nope'; expected one of: batch, chat, decode, encode, info, piece"}
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, BinaryIO, Callable, Iterator
 
 from harness.errors import HarnessError
+from harness.protocol.chat import ChatAnswer, chat_arguments
 
 # A request line longer than this is answered with an error and skipped without being kept:
 # generated texts reach about 240 KB of JSON, so 64 MiB leaves room and still bounds memory.
@@ -140,8 +143,26 @@ def _info(backend, req: dict) -> dict:
     return {"n_vocab": int(backend.n_vocab), **extra, "batch": True}
 
 
+def _chat(backend, req: dict) -> dict:
+    """A ``chat`` request through ``backend.chat``; ``unsupported`` if the backend has none.
+
+    >>> _chat(object(), {"op": "chat", "messages": []})
+    Traceback (most recent call last):
+    ...
+    NotImplementedError: chat (this port does not render chat templates)
+    """
+    args = chat_arguments(req)
+    chat = getattr(backend, "chat", None)
+    if chat is None:
+        raise NotImplementedError("chat (this port does not render chat templates)")
+    answer = chat(**args)
+    if not isinstance(answer, ChatAnswer):
+        raise WrongAnswerType(f"returned {type(answer).__name__} from chat (expected a ChatAnswer)")
+    return answer.to_json()
+
+
 OPS: dict[str, Callable[[Any, dict], dict]] = {
-    "encode": _encode, "decode": _decode, "piece": _piece, "info": _info}
+    "encode": _encode, "decode": _decode, "piece": _piece, "info": _info, "chat": _chat}
 
 
 def handle(backend, line: str | bytes) -> dict:
@@ -177,7 +198,7 @@ def answer(backend, req: Any) -> dict:
     """Answer one parsed request (not a batch); never raises.
 
     >>> answer(None, {"op": "nope"})["error"]
-    "unknown op 'nope'; expected one of: batch, decode, encode, info, piece"
+    "unknown op 'nope'; expected one of: batch, chat, decode, encode, info, piece"
     """
     if not isinstance(req, dict):
         return {"error": "a request must be a JSON object with an 'op' field"}

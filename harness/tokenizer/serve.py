@@ -29,6 +29,17 @@ class TokenizerBackend:
     def info(self) -> dict:
         return {"vocab_type": self.tok.vocab.vocab_type, "pre_type": self.tok.vocab.pre_type}
 
+    def chat(self, template, messages, **_options):
+        """The ``chat`` op: not yet. The harness's own chat renderer (issue 32) is not
+        built, so every request is answered ``unsupported``, never a guess.
+
+        >>> TokenizerBackend.chat(None, None, [])
+        Traceback (most recent call last):
+        ...
+        NotImplementedError: chat (the harness's own renderer is not built yet)
+        """
+        raise NotImplementedError("chat (the harness's own renderer is not built yet)")
+
 
 def main(argv: list[str] | None = None) -> int:
     """Serve one ``.gguf`` file on stdin/stdout; returns the exit status (2: it cannot load)."""
