@@ -66,15 +66,22 @@ MUTANT_NODES = {"bos_qwen2": (("known", "encode"), "add"), "lstrip_ignored": (("
                 "decode_drops_leading_space": (("decode",), "plain")}
 
 
+#: make test runs each mutant under the ci profile (the known texts and 200 + 30 generated ones
+#: catch, shrink and name every mutant already), make test-slow under conformance (make
+#: conformance's default budget, 20 times as many texts).
+PROFILES = [pytest.param("ci", id="ci"), pytest.param("conformance", id="conformance", marks=pytest.mark.slow)]
+
+
 @pytest.mark.reference
 @pytest.mark.parametrize("mutant", sorted(tests.ports.mutants.MUTANTS))
-def test_suite_catches_mutant_with_a_short_text(pytester, monkeypatch, mutant):
+@pytest.mark.parametrize("profile", PROFILES)
+def test_suite_catches_mutant_with_a_short_text(pytester, monkeypatch, profile, mutant):
     from tests.ports.mutants import mutant_vocab
     vocab = require(mutant_vocab, mutant)
     vid = Path(vocab).stem.removeprefix("ggml-vocab-") if vocab.endswith(".gguf") else vocab
     checks, flags = MUTANT_NODES.get(mutant, (("known", "encode"), "plain"))
     result, report = _run_suite(pytester, monkeypatch, mutant_port(mutant), vocab,
-                                [_node(c, vid, flags) for c in checks], profile="conformance")
+                                [_node(c, vid, flags) for c in checks], profile=profile)
     assert result.ret == 1, result.stdout.str()[-3000:]
     found = [d["text"] or d["reference_ids"] for d in report["divergences"]]
     causes = [(c["id"], c["diagnosis"], c["title"]) for c in report["causes"]]
