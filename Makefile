@@ -58,7 +58,8 @@ test: reference $(VENV)/.dev
 	  --doctest-modules harness reference tools --ignore=harness/conformance/suite
 
 # The long checks: every token piece re-encoded, 1 MB texts, every pre string, every .inp text
-# through llama-tokenize one process at a time, and the remote tests below (about 30 minutes).
+# through llama-tokenize one process at a time, the self-test mutants under the conformance profile
+# (make test: under ci), and the remote tests below (about 30 minutes).
 test-slow: reference chromium openssh
 	LLAMA_CONFORMANCE_REQUIRE_REFERENCE=1 $(PY) -m pytest -n $(JOBS) --dist loadgroup -m "slow or remote" tests
 

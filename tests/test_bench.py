@@ -58,5 +58,10 @@ def test_bench_runs_end_to_end(tmp_path):
     assert [r["vocab"] for r in rows] == ["gpt-2", "llama-spm"]
     assert all(r["ids_identical"] for r in rows)
     assert all(r["ratios"]["encode_cold"] > 0 and r["ratios"]["load"] > 0 for r in rows)
+    # Fresh (each text with the piece caches emptied), against llama.cpp in the same run, is
+    # printed first, before cold and warm.
+    assert all(r["ratios"]["encode_fresh"] > 0 and r["encode_MBps"]["harness_fresh"] > 0 for r in rows)
+    head = bench.table(rows).splitlines()[0]
+    assert head.index("fresh x") < head.index("cold x") < head.index("warm x")
     # Peak RSS of each side in its own child: real figures, the interpreter included.
     assert all(10 < r["peak_rss_MB"][side] < 4096 for r in rows for side in ("harness", "llama.cpp"))

@@ -1,7 +1,8 @@
 """Generation alone finds every self-test mutant: the suite runs with
 KNOWN_EXAMPLES=0 (no fixed @example texts), in process, on the mutant's vocab and
-one flag combination, under the ``conformance`` profile (the default budget of
-``make conformance``) and a fixed seed. The shrunk texts are printed (``-s``).
+one flag combination and a fixed seed, under the ``ci`` profile (make test) and the
+``conformance`` profile (the default budget of ``make conformance``; make test-slow). The
+shrunk texts are printed (``-s``).
 
 Also: the Unicode-drift classes are what the tables say, and the vocab-derived
 families hold what their names promise.
@@ -137,19 +138,26 @@ def test_vocab_text_marker_materialises_and_every_special_is_drawable():
 
 
 # --- the suite, generation alone ----------------------------------------------------------------
-def _run_suite(pytester, monkeypatch, port, vocabs, nodes, profile="conformance"):
+def _run_suite(pytester, monkeypatch, port, vocabs, nodes, profile):
     return run_suite(pytester, monkeypatch, port, vocabs, nodes, profile, KNOWN_EXAMPLES="0")
+
+
+#: make test runs each mutant under the ci profile (200 fast-phase texts and 30 Hypothesis
+#: examples: generation alone catches every mutant with that much too), make test-slow under
+#: conformance, make conformance's default budget (20 times as many texts, 4 times the time).
+PROFILES = [pytest.param("ci", id="ci"), pytest.param("conformance", id="conformance", marks=pytest.mark.slow)]
 
 
 @pytest.mark.reference
 @pytest.mark.parametrize("mutant", sorted(tests.ports.mutants.MUTANTS))
-def test_generation_alone_catches_mutant(pytester, monkeypatch, mutant):
+@pytest.mark.parametrize("profile", PROFILES)
+def test_generation_alone_catches_mutant(pytester, monkeypatch, profile, mutant):
     from tests.ports.mutants import mutant_vocab
     vocab = require(mutant_vocab, mutant)
     vid = Path(vocab).stem.removeprefix("ggml-vocab-") if vocab.endswith(".gguf") else vocab
     test = "decode" if mutant == "decode_drops_leading_space" else "encode"
     node = f"{SUITE / f'test_{test}.py'}::test_{test}[{vid}-{MUTANT_FLAGS.get(mutant, 'plain')}]"
-    result, report = _run_suite(pytester, monkeypatch, mutant_port(mutant), vocab, [node])
+    result, report = _run_suite(pytester, monkeypatch, mutant_port(mutant), vocab, [node], profile)
     assert result.ret == 1, result.stdout.str()[-3000:]
     texts = [d["text"] or d["reference_ids"] for d in report["divergences"]]
     print(f"{mutant}: caught by generation alone with {texts!r}")

@@ -15,7 +15,9 @@ The engine asks three questions of it (:class:`harness.engine.causes.Diagnoser`)
   explains what is left, even one no case of this test shows alone; such a case belongs
   to the known causes, not to a new one.
 
-The harness tokenizer for the vocab loads on first use: a clean run never loads it.
+The harness tokenizer for the vocab loads on first use: a clean run never loads it. It is
+loaded once per process (:func:`exact_tokenizer`, as the oracle is), so the variant tokenizers
+built on it are built once per process too, however many sessions ask.
 
 >>> key_of(type("V", (), {"name": "nfc_input", "param": None})())
 'nfc_input'
@@ -36,6 +38,34 @@ from harness.reports.finding import BYTE_CHECKS, Finding
 
 def _same(a, b) -> bool:
     return bytes(a) == bytes(b) if isinstance(b, (bytes, bytearray)) else tuple(a) == tuple(b)
+
+
+# (resolved path, size, mtime) -> the harness tokenizer of that file, for the process's lifetime
+_TOKENIZERS: dict[tuple[str, int, int], object] = {}
+
+
+def exact_tokenizer(path: str | Path):
+    """The harness tokenizer of one vocab file, loaded once per process.
+
+    Why: variant tokenizers are built on it and memoised per tokenizer object
+    (``harness.diagnosis.base.cached``; a piece map over every token, a second session),
+    so one object per file lets every session of a process (the in-process suite runs of the
+    harness's own tests; one worker's vocabs) share them. Exact because a Tokenizer is never
+    changed after load (its caches are memos of pure functions) and variants build new objects.
+    Keyed by the file's size and modification time too, so a file written again at the same
+    path is loaded again. A worker of ``make conformance`` holds its vocabs for its whole run
+    anyway (:class:`harness.engine.session.Session`).
+
+    >>> exact_tokenizer("no/such.gguf")
+    Traceback (most recent call last):
+    FileNotFoundError: [Errno 2] No such file or directory: 'no/such.gguf'
+    """
+    from harness.tokenizer import Tokenizer
+    st = Path(path).stat()
+    key = (str(Path(path).resolve()), st.st_size, st.st_mtime_ns)
+    if key not in _TOKENIZERS:
+        _TOKENIZERS[key] = Tokenizer.from_gguf(path)
+    return _TOKENIZERS[key]
 
 
 def exact_output(tok, case):
@@ -76,9 +106,8 @@ class Diagnoser:
 
     @cached_property
     def tok(self):
-        """The harness tokenizer for this vocab, which the variants change."""
-        from harness.tokenizer import Tokenizer
-        return Tokenizer.from_gguf(self.path)
+        """The harness tokenizer for this vocab, which the variants change (one per process)."""
+        return exact_tokenizer(self.path)
 
     @staticmethod
     def case_of(f: Finding, text=None):

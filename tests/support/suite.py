@@ -12,12 +12,33 @@ from pathlib import Path
 # Imported here, not first inside pytester's in-process runs, so the runs reuse one loaded
 # libllama and vocab cache (pytester forgets modules first imported inside a run; numpy
 # cannot be re-imported). A test module that runs the suite in process imports this one.
+# The engine, the catalogue, the fast phase's pool and the harness tokenizer too: their
+# process-wide memos (the pool drawn per seed, harness.inputs.pool; the exact tokenizer per
+# vocab file and the variant tokenizers built on it, harness.engine.diagnoser) then last
+# across the runs, as they last across a worker's tests in make conformance, instead of
+# being rebuilt, and the modules imported again, for every run.
 import numpy  # noqa: F401
+import numpy.random  # noqa: F401
 import regex  # noqa: F401
 
 import harness.conformance.plugin  # noqa: F401
 import harness.conformance.suite  # noqa: F401
+import harness.diagnosis  # noqa: F401
+import harness.engine.causes  # noqa: F401
+import harness.engine.checks  # noqa: F401
+import harness.engine.diagnoser  # noqa: F401
+import harness.engine.hunt  # noqa: F401
+import harness.engine.replay  # noqa: F401
 import harness.engine.session  # noqa: F401
+import harness.inputs.known  # noqa: F401
+import harness.inputs.pool  # noqa: F401
+import harness.reports.html  # noqa: F401
+import harness.reports.junit  # noqa: F401
+import harness.tokenizer.algorithms.bpe  # noqa: F401
+import harness.tokenizer.algorithms.spm  # noqa: F401
+import harness.tokenizer.algorithms.ugm  # noqa: F401
+import harness.tokenizer.algorithms.wpm  # noqa: F401
+import harness.tokenizer.facade  # noqa: F401
 import harness.inputs.wordbpe  # noqa: F401
 import harness.tokenizer.gguf.writer  # noqa: F401
 import harness.tokenizer.pretypes  # noqa: F401

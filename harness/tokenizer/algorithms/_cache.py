@@ -45,6 +45,10 @@ class PieceMemo(Generic[K, V]):
             value = self._memo[piece] = self._compute(piece)
         return value
 
+    def clear(self) -> None:
+        """Forget every piece (the next text is computed as if seen first: ``make bench``'s fresh)."""
+        self._memo.clear()
+
     def __len__(self) -> int:
         return len(self._memo)
 
