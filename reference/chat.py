@@ -32,10 +32,10 @@ import json
 import threading
 from dataclasses import dataclass
 
-from harness.errors import ChatTemplateError, ReferenceFailure, ReferenceUnavailable
+from harness.errors import ChatTemplateError, ReferenceFailure
 
 from .build import artifacts, require
-from .inproc import InProcessReference, library
+from .inproc import InProcessReference, library, load_shim
 
 _CHAT = None
 _LOCK = threading.Lock()
@@ -81,12 +81,7 @@ def chat_library() -> ctypes.CDLL:
     with _LOCK:
         if _CHAT is None:
             library()  # llama_backend_init and the log capture, once
-            shim = require(artifacts().chat_shim)
-            try:
-                lib = ctypes.CDLL(str(shim))
-            except OSError as e:
-                raise ReferenceUnavailable(f"cannot load {shim}: {e}; rebuild with `make reference`") from e
-            _declare(lib)
+            lib = load_shim(require(artifacts().chat_shim), _declare)
             lib.ref_chat_init()
             _CHAT = lib
         return _CHAT

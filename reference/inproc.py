@@ -91,15 +91,21 @@ def library() -> ctypes.CDLL:
     global _LIB
     with _LIB_LOCK:
         if _LIB is None:
-            shim = require(artifacts().shim)
-            try:
-                lib = ctypes.CDLL(str(shim))
-            except OSError as e:
-                raise ReferenceUnavailable(f"cannot load {shim}: {e}; rebuild with `make reference`") from e
-            _declare(lib)
+            lib = load_shim(require(artifacts().shim), _declare)
             lib.ref_init()
             _LIB = lib
         return _LIB
+
+
+def load_shim(path: Path, declare) -> ctypes.CDLL:
+    """A shim library at ``path``, its functions typed by ``declare(lib)``; ReferenceUnavailable
+    naming the file and the fix if it cannot be loaded."""
+    try:
+        lib = ctypes.CDLL(str(path))
+    except OSError as e:
+        raise ReferenceUnavailable(f"cannot load {path}: {e}; rebuild with `make reference`") from e
+    declare(lib)
+    return lib
 
 
 class InProcessReference:
