@@ -38,7 +38,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.engine.replay import ReplayStore, check_key, count_inputs, replay_root
+from harness.engine.replay import ReplayStore, check_key, count_inputs, from_json, replay_root
 from harness.errors import HarnessError
 
 WORKERINPUT_KEY = "conformance_replay"
@@ -74,7 +74,7 @@ def replay_inputs(config, nodeid: str) -> list:
     else:
         plugin = config.pluginmanager.get_plugin(PLUGIN_NAME)
         entries = plugin.entries if plugin is not None else {}
-    return [tuple(x) if isinstance(x, list) else x for x in entries.get(check_key(nodeid), [])]
+    return [from_json(x) for x in entries.get(check_key(nodeid), [])]
 
 
 class Replaying:

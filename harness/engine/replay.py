@@ -20,8 +20,8 @@ convenience: a read-only tree still runs the suite (a write that fails is report
 
 >>> check_key("../venv/lib/python3.11/site-packages/harness/conformance/suite/test_encode.py::test_encode[qwen2-plain]")
 'test_encode[qwen2-plain]'
->>> jsonable((1, 2)), jsonable("a")
-([1, 2], 'a')
+>>> jsonable((1, 2)), jsonable("a"), from_json([1, 2])
+([1, 2], 'a', (1, 2))
 """
 
 from __future__ import annotations
@@ -53,7 +53,8 @@ def jsonable(x):
     return list(x) if isinstance(x, tuple) else x
 
 
-def _input(x):
+def from_json(x):
+    """An input as the checks take it: a JSON list of ids is a tuple (``jsonable``'s inverse)."""
     return tuple(x) if isinstance(x, list) else x
 
 
@@ -109,15 +110,15 @@ class ReplayStore:
     def load(self, key: str) -> list:
         """The inputs stored for the check ``key``, oldest first."""
         data = self._read(self.pin_dir / _file_name(key))
-        return [_input(x) for x in data["inputs"]] if data else []
+        return [from_json(x) for x in data["inputs"]] if data else []
 
     def save(self, key: str, inputs: Iterable) -> int:
         """Add ``inputs`` to the check's entry (kept once each, the newest KEEP); how many were new."""
         old = [jsonable(x) for x in self.load(key)]
-        new = [x for x in dict.fromkeys(map(_hashable, inputs)) if _unhashable(x) not in old]
+        new = [x for x in dict.fromkeys(map(from_json, inputs)) if jsonable(x) not in old]
         if not new:
             return 0
-        merged = old + [_unhashable(x) for x in new]
+        merged = old + [jsonable(x) for x in new]
         path = self.pin_dir / _file_name(key)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -160,16 +161,9 @@ class ReplayStore:
             theirs = ReplayStore(other, pin_dir.name, self.problems)
             mine = ReplayStore(self.root, pin_dir.name, self.problems)
             for key, inputs in theirs.entries().items():
-                added += mine.save(key, [_input(x) for x in inputs])
+                added += mine.save(key, [from_json(x) for x in inputs])
         return added
 
-
-def _hashable(x):
-    return tuple(x) if isinstance(x, list) else x
-
-
-def _unhashable(x):
-    return list(x) if isinstance(x, tuple) else x
 
 
 def count_inputs(entries: dict[str, list]) -> int:
