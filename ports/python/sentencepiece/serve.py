@@ -18,34 +18,28 @@ then ``SentencePieceProcessor(model_proto=...)``.
 How llama.cpp's flags map (README.md has the table):
 
 * encode: ``encode(text, out_type=int)``; ``add_special``: the BOS id prepended / EOS
-  appended where the GGUF's ``add_bos_token`` (default true) / ``add_eos_token`` say so
-  (``add_bos=``/``add_eos=`` of ``encode``); ``parse_special=true``: sentencepiece never
+  appended where the GGUF's ``add_bos_token`` / ``add_eos_token`` say so
+  (``add_bos=``/``add_eos=`` of ``encode``); a GGUF without ``add_bos_token`` leaves it
+  to the caller, and sentencepiece has no default of its own: unsupported there; ``parse_special=true``: sentencepiece never
   matches CONTROL pieces in text: unsupported;
 * decode: ``decode_ids(ids)`` renders CONTROL tokens as "" (llama.cpp's
   ``unparse_special=false``); ``unparse_special=true`` is not expressible (unsupported);
   ``remove_special`` has nothing left to remove; the str is encoded as UTF-8;
-* piece: ``id_to_piece(id)`` with ``▁`` as a space, a BYTE piece as its byte, a CONTROL
-  piece as "" unless ``special`` (llama_token_to_piece's rules, as a user writes them).
+* piece: unsupported. sentencepiece has no call that gives one token's bytes:
+  ``id_to_piece(id)`` is the vocab entry (``▁hello``, ``<0x0A>``) and ``decode_ids([id])``
+  drops the dummy-prefix space; turning either into llama_token_to_piece's bytes would be
+  the adapter's logic, not the package's.
 
 A vocab of another ``tokenizer.ggml.model`` is unsupported.
-
->>> byte_of("<0x0A>"), byte_of("a")
-(b'\\n', None)
 """
 
 from __future__ import annotations
 
-import re
 import sys
 
 from harness.protocol.server import run_adapter
 
 NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6
-
-
-def byte_of(piece: str) -> bytes | None:
-    m = re.fullmatch(r"<0x([0-9A-Fa-f]{2})>", piece)
-    return bytes([int(m.group(1), 16)]) if m else None
 
 
 def _field(reader, key, default=None):
@@ -83,7 +77,7 @@ def build_model(reader) -> bytes:
 class SentencePieceBackend:
     """A SentencePieceProcessor on the model rebuilt from one GGUF."""
 
-    def __init__(self, sp, add_bos: bool, add_eos: bool):
+    def __init__(self, sp, add_bos: bool | None, add_eos: bool | None):
         self.sp, self.add_bos, self.add_eos = sp, add_bos, add_eos
         self.n_vocab = sp.get_piece_size()
 
@@ -93,14 +87,16 @@ class SentencePieceBackend:
         from gguf import GGUFReader
         reader = GGUFReader(path)
         sp = spm.SentencePieceProcessor(model_proto=build_model(reader))
-        return cls(sp, bool(_field(reader, "tokenizer.ggml.add_bos_token", True)),
-                   bool(_field(reader, "tokenizer.ggml.add_eos_token", False)))
+        return cls(sp, _field(reader, "tokenizer.ggml.add_bos_token"), _field(reader, "tokenizer.ggml.add_eos_token"))
 
     def encode(self, text: str, *, add_special: bool = False, parse_special: bool = False) -> list[int]:
         if parse_special:
             raise NotImplementedError("sentencepiece never matches CONTROL piece texts in the input")
-        return list(self.sp.encode(text, out_type=int, add_bos=add_special and self.add_bos,
-                                   add_eos=add_special and self.add_eos))
+        if add_special and self.add_bos is None:
+            raise NotImplementedError("the GGUF has no tokenizer.ggml.add_bos_token and sentencepiece no default: "
+                                      "whether BOS is added is not the package's to say")
+        return list(self.sp.encode(text, out_type=int, add_bos=add_special and bool(self.add_bos),
+                                   add_eos=add_special and bool(self.add_eos)))
 
     def decode(self, ids: list[int], *, remove_special: bool = False, unparse_special: bool = False) -> bytes:
         if unparse_special:
@@ -108,15 +104,12 @@ class SentencePieceBackend:
         return self.sp.decode_ids(list(ids)).encode("utf-8")
 
     def token_to_piece(self, id: int, *, special: bool = False) -> bytes:
-        piece = self.sp.id_to_piece(id)
-        if self.sp.is_byte(id):
-            return byte_of(piece) or b""
-        if self.sp.is_control(id) and not special:
-            return b""
-        return piece.replace("\u2581", " ").encode("utf-8")
+        raise NotImplementedError("sentencepiece has no call that renders one token as its bytes (id_to_piece "
+                                  "gives the vocab entry, decode_ids([id]) drops the dummy-prefix space)")
 
     def info(self) -> dict:
-        return {"unsupported": ["parse_special=true", "unparse_special=true"]}
+        return {"unsupported": ["parse_special=true", "unparse_special=true", "piece"]
+                + (["add_special=true"] if self.add_bos is None else [])}
 
 
 def _check_library() -> None:

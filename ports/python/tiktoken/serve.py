@@ -6,7 +6,10 @@ People who want tiktoken's speed for a GGUF model's tokenizer (Meta's own Llama 
 * ``mergeable_ranks``: every NORMAL token's bytes (the GPT-2 byte-to-unicode map undone)
   with its id as its rank (tiktoken merges the pair whose result has the lowest rank, and
   byte-level BPE vocabs list tokens in merge order);
-* ``special_tokens``: the CONTROL and USER_DEFINED tokens, by text;
+* ``special_tokens``: the CONTROL tokens, by text (Llama 3's reserved special tokens are
+  CONTROL). tiktoken has one kind of special token, matched in text only when allowed;
+  llama.cpp matches USER_DEFINED texts in raw text always, and tiktoken has nothing that
+  does: a vocab with USER_DEFINED tokens is unsupported (no mapping of the adapter's own);
 * ``pat_str``: the pre-tokenizer regex of the model, copied from its reference
   implementation: GPT-2's (``tokenizer.ggml.pre`` gpt-2), Llama 3's (llama-bpe),
   Qwen2's (qwen2). Other pre-tokenizers have no published tiktoken pattern: unsupported.
@@ -17,6 +20,8 @@ How llama.cpp's flags map (README.md has the table):
   ``encode(text, disallowed_special=())`` (special texts are plain text);
 * encode ``add_special``: the BOS id prepended / EOS appended where the GGUF's
   ``add_bos_token`` / ``add_eos_token`` say so, as Llama 3's ``Tokenizer.encode(bos=True)``;
+  where the GGUF has no ``add_bos_token`` tiktoken has no default to fall back on:
+  ``add_special=true`` is unsupported there (no default of the adapter's own);
 * decode: ``decode_bytes(ids)`` (exact bytes); it renders every special token's text, so
   only ``unparse_special=True, remove_special=False`` is expressible (the rest: unsupported);
 * piece ``special=True``: ``decode_single_token_bytes(id)``; ``special=False`` unsupported.
@@ -93,9 +98,12 @@ class TiktokenBackend:
             raise ValueError(f"no tiktoken pattern for tokenizer.ggml.pre {pre!r} (have: {', '.join(PATTERNS)})")
         tokens = _field(reader, "tokenizer.ggml.tokens")
         types = _field(reader, "tokenizer.ggml.token_type") or [NORMAL] * len(tokens)
+        if USER_DEFINED in types:
+            raise ValueError(f"{list(types).count(USER_DEFINED)} USER_DEFINED tokens: llama.cpp matches their "
+                             "texts in raw text always, tiktoken's special tokens only when allowed")
         ranks, special = {}, {}
         for i, (text, kind) in enumerate(zip(tokens, types)):
-            if kind in (CONTROL, USER_DEFINED):
+            if kind == CONTROL:
                 special.setdefault(text, i)
                 continue
             b = unbyte(text)
@@ -104,8 +112,7 @@ class TiktokenBackend:
         enc = tiktoken.Encoding(name=f"gguf-{pre}", pat_str=PATTERNS[pre], mergeable_ranks=ranks,
                                 special_tokens=special)
         return cls(enc, _field(reader, "tokenizer.ggml.bos_token_id"), _field(reader, "tokenizer.ggml.eos_token_id"),
-                   bool(_field(reader, "tokenizer.ggml.add_bos_token", True)),
-                   bool(_field(reader, "tokenizer.ggml.add_eos_token", False)))
+                   _field(reader, "tokenizer.ggml.add_bos_token"), _field(reader, "tokenizer.ggml.add_eos_token"))
 
     def encode(self, text: str, *, add_special: bool = False, parse_special: bool = False) -> list[int]:
         if parse_special:
@@ -113,6 +120,9 @@ class TiktokenBackend:
         else:
             ids = self.enc.encode(text, disallowed_special=())
         if add_special:
+            if self.add_bos is None:
+                raise NotImplementedError("the GGUF has no tokenizer.ggml.add_bos_token and tiktoken no add_special: "
+                                          "whether BOS is added is not the package's to say")
             ids = ([self.bos] if self.add_bos and self.bos is not None else []) + ids
             ids += [self.eos] if self.add_eos and self.eos is not None else []
         return ids
@@ -129,7 +139,8 @@ class TiktokenBackend:
         return self.enc.decode_single_token_bytes(id)
 
     def info(self) -> dict:
-        return {"unsupported": ["remove_special=true", "unparse_special=false", "special=false"]}
+        return {"unsupported": ["remove_special=true", "unparse_special=false", "special=false"]
+                + (["add_special=true"] if self.add_bos is None else [])}
 
 
 def _check_library() -> None:
