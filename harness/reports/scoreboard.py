@@ -67,9 +67,22 @@ def timing(h: dict) -> str:
     return f"builds and runs took {h.get('steps_s')} s in all (re-summarised with --no-run)"
 
 
+def package_label(port: dict) -> str:
+    """The package and version, with a conversion step the port runs on named as part of it:
+    its causes may come from either.
+
+    >>> package_label({"package": "@huggingface/transformers", "version": "4.3.2", "conversion":
+    ...     {"package": "transformers", "version": "5.24.0", "what": "GGUF to tokenizer.json"}})
+    '@huggingface/transformers 4.3.2 + transformers 5.24.0 (GGUF to tokenizer.json)'
+    """
+    conv = port.get("conversion")
+    step = f" + {conv['package']} {conv['version']} ({conv['what']})" if conv else ""
+    return f"{port['package']} {port['version']}{step}"
+
+
 def label(port: dict) -> str:
     """``"ollama (go, github.com/ollama/ollama v0.17.4)"``."""
-    return f"{port['name']} ({port['language']}, {port['package']} {port['version']})"
+    return f"{port['name']} ({port['language']}, {package_label(port)})"
 
 
 def md_code(s: str) -> str:
@@ -226,7 +239,7 @@ def readme_block(board: dict) -> str:
              "| port | language | package | bundles llama.cpp | vocabs | causes |", "|---|---|---|---|---|---|"]
     for p in board["ports"]:
         bundles = (p.get("bundles_llama_cpp") or "no").split(":")[0].split(" (")[0]
-        lines.append(f"| {p['name']} | {p['language']} | {p['package']} {p['version']} | {bundles} | "
+        lines.append(f"| {p['name']} | {p['language']} | {package_label(p)} | {bundles} | "
                      f"{tally(p)} | {len(p.get('causes', []))} |")
     return "\n".join(lines + ["", README_END])
 

@@ -7,6 +7,7 @@ A port is a directory with a manifest, ``port.json``::
      "bundles_llama_cpp": null,            # or the llama.cpp build a binding carries
      "summary": "...", "build": "build.sh", "serve": "serve --vocab {vocab}"}
 
+Optional ``conversion``: another package's step the port runs on (:func:`conversion`).
 Optional ``newest``: ``{"version", "checked", "how", "note"}``, the newest release the registry
 serves and whether it still has the causes found in the pinned one (docs/scoreboard.md).
 
@@ -52,6 +53,7 @@ class Port:
     registry: str = ""
     summary: str = ""
     newest: dict | None = None
+    conversion: dict | None = None
 
     def command(self) -> str:
         """The ``PORT`` command: the serve script by absolute path, with its arguments."""
@@ -63,6 +65,7 @@ class Port:
         return {"name": self.name, "language": self.language, "package": self.package,
                 "version": self.version, "registry": self.registry,
                 "bundles_llama_cpp": self.bundles_llama_cpp, "summary": self.summary, "newest": self.newest,
+                "conversion": self.conversion,
                 "directory": f"ports/{self.directory.parent.name}/{self.directory.name}"}
 
 
@@ -84,7 +87,22 @@ def load_port(path: Path) -> Port:
     return Port(name=data["name"], language=data["language"], package=data["package"],
                 version=str(data["version"]), bundles_llama_cpp=data["bundles_llama_cpp"],
                 build=data["build"], serve=data["serve"], directory=path.parent.resolve(),
-                registry=data.get("registry", ""), summary=data.get("summary", ""), newest=data.get("newest"))
+                registry=data.get("registry", ""), summary=data.get("summary", ""), newest=data.get("newest"),
+                conversion=conversion(path, data.get("conversion")))
+
+
+def conversion(path: Path, conv) -> dict | None:
+    """``port.json``'s optional ``conversion``: another package's step the port runs on (a GGUF
+    turned into a tokenizer.json), ``{"package", "version", "registry", "what"}``; the board
+    names it beside the package, since its causes may come from either."""
+    if conv is None:
+        return None
+    keys = ("package", "version", "registry", "what")
+    if not isinstance(conv, dict) or any(not isinstance(conv.get(k), str) for k in keys):
+        raise HarnessError(f"{path}: 'conversion' must be an object with string {', '.join(keys)} "
+                           '(e.g. {"package": "transformers", "version": "5.24.0", "registry": "PyPI", '
+                           '"what": "GGUF to tokenizer.json"})')
+    return {k: conv[k] for k in keys}
 
 
 def discover(root: Path) -> list[Port]:
