@@ -81,3 +81,35 @@ def test_chromium_shows_one_section_per_cause_with_its_findings_folded(tmp_path)
     nbsp_section = sections[0][2]
     assert nbsp_section.count('<div class="finding"') == 3 and "2 more finding(s) of this cause" in nbsp_section
     assert "x\\xa0" in nbsp_section.split("<details>")[0]  # the smallest example comes first, outside the fold
+
+
+def test_chromium_lays_out_the_scoreboard_closest_port_first_each_cell_linked(tmp_path):
+    from harness.reports.scoreboard import html_page as board_page
+
+    def row(name, outcomes, causes):
+        return {"name": name, "language": "rust", "package": name, "version": "1",
+                "causes": [{"id": f"C{i}", "title": "t", "example": {}, "vocabs": [], "checks": [], "cases": 1}
+                           for i in range(causes)],
+                "run": {"report": f"scoreboard/{name}/conformance.html"},
+                "vocabs": {v: {"outcome": o, "checks": {"encode": o}, "causes": []} for v, o in outcomes.items()}}
+    vocabs = {"llama-spm": "SPM", "qwen2": "BPE", "gpt-2": "BPE", "bert-bge": "WPM"}
+    page = tmp_path / "scoreboard.html"
+    page.write_text(board_page({"header": {"pin": "0c1e570", "engine": "abc1234"}, "vocabs": list(vocabs),
+                                "vocab_types": vocabs,
+                                "ports": [row("down", dict.fromkeys(vocabs, "error"), 0),
+                                          row("far", dict.fromkeys(vocabs, "divergence"), 30),
+                                          row("near", {**dict.fromkeys(vocabs, "divergence"), "qwen2": "pass"}, 2)]}),
+                    encoding="utf-8")
+    dom = subprocess.run([_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom", page.as_uri()],
+                         capture_output=True, text=True, timeout=120).stdout
+    grid = dom[dom.index('<table id="grid">'):]
+    header = re.findall(r'<a href="#(\w+)">', grid[:grid.index("</tr>")])
+    assert header == ["near", "far", "down"]
+    cells = re.findall(r'<td class="([\w-]+)"[^>]*><a href="scoreboard/(\w+)/conformance.html">', grid)
+    assert len(cells) == 12 and cells[:3] == [("divergence", "near"), ("divergence", "far"), ("error", "down")]
+    summary = dom[dom.index('<table id="summary">'):dom.index('<table id="grid">')]
+    assert "BPE (2)" in summary and "1/2 pass, 1 DIV; 0 causes" in summary
+    shot = tmp_path / "board.png"
+    subprocess.run([_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--window-size=1200,900",
+                    f"--screenshot={shot}", page.as_uri()], capture_output=True, timeout=120)
+    assert shot.stat().st_size > 20_000

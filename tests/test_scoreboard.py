@@ -172,3 +172,90 @@ def test_a_port_error_vocab_reads_the_ports_own_message():
     assert row["vocabs"]["v"]["reason"] == ("port error: port exited (code 101) on {op: decode} "
                                             "(stderr: empty token list)")
     assert row["vocabs"]["w"]["reason"].startswith("not run")  # another vocab's error is not its reason
+
+
+def _git(root: Path, *argv: str) -> str:
+    import subprocess
+    return subprocess.run(["git", "-C", str(root), *argv], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def test_a_row_goes_stale_when_engine_code_or_its_port_changes_and_not_otherwise(tmp_path):
+    import shutil
+    repo = tmp_path / "repo"
+    _port(repo / "ports", "go", "p")
+    _port(repo / "ports", "go", "q")
+    for path in ("harness/engine/causes.py", "harness/scoreboard/run.py", "harness/reports/scoreboard.py"):
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / path).write_text("# v1\n")
+    _git(tmp_path, "init", "-q", str(repo))
+    _git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "one", "--allow-empty")
+    _git(repo, "add", "-A")
+    _git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "engine")
+    engine = _git(repo, "rev-parse", "--short", "HEAD")
+    ports = discover(repo / "ports")
+    snapshot = {"ports": [{"name": n, "run": {"engine": engine}} for n in ("p", "q")]}
+
+    def change(path: str) -> list[str]:
+        (repo / path).write_text((repo / path).read_text() + "# more\n")
+        _git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qam", f"change {path}")
+        return board.stale_rows(snapshot, ports, repo)
+
+    assert board.stale_rows(snapshot, ports, repo) == []
+    assert change("harness/scoreboard/run.py") == [] and change("harness/reports/scoreboard.py") == []
+    [why] = change("ports/go/p/build.sh")
+    assert why.startswith("p: engine ") and "change ports/go/p/build.sh" in why
+    assert [w.split(":")[0] for w in change("harness/engine/causes.py")] == ["p", "q"]
+    dirty = {"ports": [{"name": "p", "run": {"engine": engine + "+"}}]}
+    assert board.stale_rows(dirty, ports, repo) == ["q: not on the board", f"p: its row records engine {engine}+"]
+    shutil.rmtree(repo)
+
+
+def test_snapshot_of_some_ports_refreshes_their_rows_and_keeps_the_others(tmp_path):
+    old = {"header": {"pin": "p1"}, "vocabs": ["v"],
+           "ports": [{"name": "a", "run": {"engine": "e1"}}, {"name": "b", "run": {"engine": "e1"}}]}
+    (tmp_path / "scoreboard.json").write_text(json.dumps(old))
+    new = {"header": {"pin": "p1", "wall_s": 3.0}, "vocabs": ["v"], "ports": [{"name": "b", "run": {"engine": "e2"}},
+                                                                               {"name": "c", "run": {"engine": "e2"}}]}
+    out = board.merged(new, tmp_path / "scoreboard.json", ["c", "b", "a"])
+    assert [(r["name"], r["run"]["engine"]) for r in out["ports"]] == [("c", "e2"), ("b", "e2"), ("a", "e1")]
+    assert out["header"]["refreshed"] == ["b", "c"] and out["header"]["wall_s"] is None
+    with pytest.raises(HarnessError, match="without PORTS="):
+        board.merged(dict(new, header={"pin": "p2"}), tmp_path / "scoreboard.json", [])
+
+
+def test_the_html_board_puts_the_closest_ports_first_and_groups_vocabs_by_type():
+    def row(name, outcomes, causes):
+        return {"name": name, "language": "go", "package": name, "version": "1", "causes": [{"id": f"C{i}", "title": "t", "example": {}, "vocabs": [], "checks": [], "cases": 1} for i in range(causes)],
+                "run": {"report": f"scoreboard/{name}/conformance.html"},
+                "vocabs": {v: {"outcome": o, "checks": {}, "causes": []} for v, o in outcomes.items()}}
+    page = html_page({"header": {"pin": "p", "engine": "abc1234"}, "vocabs": ["s", "b"],
+                      "vocab_types": {"s": "SPM", "b": "BPE"},
+                      "ports": [row("broken", {"s": "error", "b": "error"}, 0),
+                                row("many", {"s": "divergence", "b": "divergence"}, 9),
+                                row("few", {"s": "divergence", "b": "unsupported"}, 1)]})
+    grid = page[page.index("<table id='grid'>"):]
+    assert grid.index(">few<") < grid.index(">many<") < grid.index(">broken<")
+    assert "SPM (1)" in page and "0/1 pass, 1 DIV; 0 causes" in page and "engine abc1234" in page
+    assert grid.index(">SPM<") < grid.index(">s<") < grid.index(">BPE<") < grid.index(">b<")  # in the vocabs' order
+    assert "href='scoreboard/few/conformance.html'" in grid and "href='#few'" in grid
+
+
+def test_each_cause_carries_an_upstream_note_with_the_rules_source_line(tmp_path):
+    from harness.scoreboard.summary import cause_entry
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "llama-vocab.cpp").write_text(
+        "int x;\nint32_t llama_vocab::impl::token_to_piece(int t) const {\n    token_to_piece(t);\n}\n")
+    cause = {"id": "C1", "title": "piece drops a space", "diagnosis": "d", "cases": 3,
+             "rule": "the piece is the token's bytes (src/llama-vocab.cpp, llama_vocab::impl::token_to_piece)",
+             "cells": [{"vocab": "qwen2", "check": "piece"}],
+             "example": {"check": "piece", "vocab": "qwen2", "unparse_special": True, "reference_ids": [220],
+                         "reference_bytes_hex": "2061", "port_bytes_hex": "61"}}
+    entry = cause_entry(cause, tmp_path)
+    assert entry["sources"] == ["src/llama-vocab.cpp:2 (llama_vocab::impl::token_to_piece)"]
+    md = markdown({"header": {"pin": "p", "llama_cpp": "0c1e57098"}, "vocabs": ["qwen2"],
+                   "ports": [{"name": "x", "language": "go", "package": "pkg", "version": "2.0", "causes": [entry],
+                              "build": {"ok": True}, "run": {},
+                              "vocabs": {"qwen2": {"outcome": "divergence", "checks": {}, "causes": ["C1"]}}}]})
+    note = next(line for line in md.splitlines() if line.startswith("- upstream note: "))
+    assert note.startswith("- upstream note: pkg 2.0, with llama.cpp's ggml-vocab-qwen2.gguf: piece of ids [220]")
+    assert "llama.cpp 0c1e57098 gives" in note and "src/llama-vocab.cpp:2 (llama_vocab::impl::token_to_piece)" in note

@@ -150,11 +150,30 @@ def markdown(board: dict) -> str:
         lines.append(f"| {v} | " + " | ".join(cells) + " |")
     lines.append("")
     for p in board["ports"]:
-        lines += _md_port(p)
+        lines += _md_port(p, h.get("llama_cpp") or h.get("pin") or "")
     return "\n".join(lines) + "\n"
 
 
-def _md_port(p: dict) -> list[str]:
+def upstream_note(p: dict, c: dict, llama_cpp: str) -> str:
+    """One line a port's author can paste into an upstream issue: the package and version, the
+    smallest input, both sides, and llama.cpp's rule with its source lines.
+
+    >>> upstream_note({"package": "tok", "version": "1.0"}, {"title": "t", "rule": "BOS first",
+    ...     "sources": ["src/llama-vocab.cpp:3418 (llama_vocab::impl::tokenize)"], "example": {"check": "encode",
+    ...     "vocab": "qwen2", "add_special": True, "parse_special": False, "text": "a",
+    ...     "reference_ids": [1, 64], "port_ids": [64]}}, "0c1e57098")
+    "tok 1.0, with llama.cpp's ggml-vocab-qwen2.gguf: encode of 'a' (add_special=True, parse_special=False) gives [64]; llama.cpp 0c1e57098 gives [1, 64]. llama.cpp's rule: BOS first (src/llama-vocab.cpp:3418 (llama_vocab::impl::tokenize))."
+    """
+    ex = c["example"]
+    ref, port = example_sides(ex)
+    rule = (f"llama.cpp's rule: {c['rule'].split(' (src/')[0]} ({'; '.join(c['sources'])})." if c.get("rule") and c.get("sources")
+            else f"llama.cpp's rule: {c['rule']}." if c.get("rule")
+            else f"The harness names no rule for it ({c['title']}).")
+    return (f"{package_label(p)}, with llama.cpp's ggml-vocab-{ex.get('vocab')}.gguf: {ex.get('check')} of "
+            f"{example_input(ex)} ({example_flags(ex)}) gives {port}; llama.cpp {llama_cpp} gives {ref}. {rule}")
+
+
+def _md_port(p: dict, llama_cpp: str = "") -> list[str]:
     b, r = p.get("build") or {}, p.get("run") or {}
     lines = [f"## {label(p)}", "",
              f"- registry: {p.get('registry') or '-'}; bundles llama.cpp: {p.get('bundles_llama_cpp') or 'no'}",
@@ -182,6 +201,7 @@ def _md_port(p: dict) -> list[str]:
                   f"  - llama.cpp: {md_code(ref)}", f"  - {p['name']}: {md_code(port)}"]
         if c.get("rule"):
             lines.append(f"- rule: {c['rule']}")
+        lines.append(f"- upstream note: {upstream_note(p, c, llama_cpp)}")
         if c.get("drift"):
             lines.append(f"- {_drift_text(c)}")
         if c.get("repro"):
@@ -190,39 +210,103 @@ def _md_port(p: dict) -> list[str]:
     return lines
 
 
-_CSS = """body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}
+_CSS = """body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin-bottom:1.5em}
 td,th{border:1px solid #bbb;padding:.25em .5em;font-size:90%}td.pass{background:#cfc}
 td.divergence{background:#fcc}td.error{background:#fc9}td.unsupported{background:#eee}
-td.not-checked{background:#ffd}code{white-space:pre-wrap}"""
+td.not-checked{background:#ffd}code{white-space:pre-wrap}th.type{background:#eef}
+td.share{text-align:right}"""
+
+
+def closeness(p: dict) -> tuple:
+    """How close a port is to llama.cpp, for ordering the grid's columns (closest first): a port
+    that ran no vocab (all errors, refused or not checked) last; then most vocabs passed, fewest
+    causes, most vocabs it ran (divergent beats refused).
+
+    >>> a = {"vocabs": {"v": {"outcome": "pass"}}, "causes": []}
+    >>> b = {"vocabs": {"v": {"outcome": "divergence"}}, "causes": [{}]}
+    >>> c = {"vocabs": {"v": {"outcome": "error"}}, "causes": []}
+    >>> sorted([c, b, a], key=closeness) == [a, b, c]
+    True
+    """
+    outcomes = [e["outcome"] for e in p["vocabs"].values()]
+    ran = outcomes.count("pass") + outcomes.count("divergence")
+    return (ran == 0, -outcomes.count("pass"), len(p.get("causes", [])), -ran)
+
+
+def by_type(board: dict) -> dict[str, list[str]]:
+    """The board's vocabs grouped by ``vocab_type`` (``?`` where the board does not say), in order."""
+    types = board.get("vocab_types") or {}
+    groups: dict[str, list[str]] = {}
+    for v in board["vocabs"]:
+        groups.setdefault(types.get(v, "?"), []).append(v)
+    return groups
+
+
+def _type_cell(p: dict, vocabs: list[str]) -> str:
+    """``0/5 pass, 4 DIV, 1 unsup; 7 causes``: a port's vocabs of one type and the causes seen on
+    them, shaded green by the share passed, red by the causes, orange on an error, grey where
+    it ran none."""
+    entries = [p["vocabs"].get(v, {"outcome": "not checked"}) for v in vocabs]
+    outs = [en["outcome"] for en in entries]
+    causes = {c for en in entries for c in en.get("causes", [])}
+    rest = ", ".join(f"{outs.count(o)} {_SHORT[o]}" for o in _ORDER if o != "pass" and outs.count(o))
+    text = (f"{outs.count('pass')}/{len(outs)} pass" + (f", {rest}" if rest else "")
+            + f"; {len(causes)} cause{'' if len(causes) == 1 else 's'}")
+    if "error" in outs:
+        colour = "#fc9"
+    elif not outs.count("pass") + outs.count("divergence"):
+        colour = "#eee"
+    else:
+        fade = max(130, 255 - 8 * len(causes))
+        colour = f"rgb({255 if causes else 200},{fade if causes else 255},{fade if causes else 200})"
+    return f"<td class='share' style='background:{colour}'>{html.escape(text)}</td>"
 
 
 def html_page(board: dict) -> str:
-    """The whole ``scoreboard.html``: the port × vocab grid (each cell links to the port's own
-    conformance.html), then each port's causes."""
+    """The whole ``scoreboard.html``: ports ordered closest to llama.cpp first (:func:`closeness`);
+    a table of each port by vocab type; the port × vocab grid (each cell links to the port's own
+    conformance.html, its title the checks' outcomes); then each port's causes."""
     e = html.escape
     h = board["header"]
-    ports = board["ports"]
-    head = "".join(f"<th title='{e(label(p))}'>{e(p['name'])}<br><small>{e(p['language'])} "
-                   f"{e(p['version'])}</small></th>" for p in ports)
+    ports = sorted(board["ports"], key=closeness)
+    groups = by_type(board)
+    head = "".join(f"<th title='{e(label(p))}'><a href='#{e(p['name'])}'>{e(p['name'])}</a><br><small>"
+                   f"{e(p['language'])} {e(p['version'])}</small></th>" for p in ports)
+    summary = [f"<tr><th>vocabs ({len(board['vocabs'])})</th>"
+               + "".join(f"<td>{e(tally(p))}</td>" for p in ports) + "</tr>",
+               "<tr><th>causes</th>" + "".join(f"<td class='share'>{len(p.get('causes', []))}</td>" for p in ports)
+               + "</tr>"]
+    summary += [f"<tr><th class='type'>{e(t)} ({len(vs)})</th>" + "".join(_type_cell(p, vs) for p in ports) + "</tr>"
+                for t, vs in groups.items()]
     rows = []
-    for v in board["vocabs"]:
-        tds = []
-        for p in ports:
-            en = p["vocabs"].get(v, {"outcome": "not checked", "causes": [], "checks": {}})
-            link = (p.get("run") or {}).get("report")
-            text = e(en["outcome"]) + (f"<br><small>{e(', '.join(en['causes']))}</small>" if en.get("causes") else "")
-            title = "; ".join(f"{k}: {o}" for k, o in en.get("checks", {}).items()) + (
-                f" — {en['reason']}" if en.get("reason") else "")
-            body = f"<a href='{e(link)}'>{text}</a>" if link else text
-            tds.append(f"<td class='{en['outcome'].replace(' ', '-')}' title='{e(title)}'>{body}</td>")
-        rows.append(f"<tr><th>{e(v)}</th>{''.join(tds)}</tr>")
-    sections = "".join(f"<h2>{e(label(p))}</h2><pre>{e(chr(10).join(_md_port(p)))}</pre>" for p in ports)
+    for t, vs in groups.items():
+        rows.append(f"<tr><th class='type' colspan='{len(ports) + 1}'>{e(t)}</th></tr>")
+        for v in vs:
+            rows.append(f"<tr><th>{e(v)}</th>{''.join(_grid_cell(p, v) for p in ports)}</tr>")
+    llama_cpp = h.get("llama_cpp") or ""
+    sections = "".join(f"<h2 id='{e(p['name'])}'>{e(label(p))}</h2><pre>{e(chr(10).join(_md_port(p, llama_cpp)))}</pre>"
+                       for p in ports)
     return (f"<!doctype html><meta charset='utf-8'><title>tokenizer port scoreboard</title>"
             f"<style>{_CSS}</style><h1>Tokenizer port scoreboard</h1>"
-            f"<p>pin {e(str(h.get('pin')))} (llama.cpp {e(str(h.get('llama_cpp')))}), generated "
-            f"{e(str(h.get('generated')))} on {e(str(h.get('machine')))}; "
-            f"each port's run: {e(run_options(h))}; {e(timing(h))}</p>"
-            f"<table><tr><th>vocab</th>{head}</tr>{''.join(rows)}</table>{sections}")
+            f"<p>pin {e(str(h.get('pin')))} (llama.cpp {e(str(h.get('llama_cpp')))}), engine "
+            f"{e(str(h.get('engine') or 'not recorded'))}, generated {e(str(h.get('generated')))} on "
+            f"{e(str(h.get('machine')))}; each port's run: {e(run_options(h))}; {e(timing(h))}. "
+            "Ports are ordered closest to llama.cpp first: most vocabs passed, then fewest causes; "
+            "ports that ran no vocab last.</p>"
+            f"<h2>By vocab type</h2><table id='summary'><tr><th></th>{head}</tr>{''.join(summary)}</table>"
+            f"<h2>Port × vocab</h2><table id='grid'><tr><th>vocab</th>{head}</tr>{''.join(rows)}</table>{sections}")
+
+
+def _grid_cell(p: dict, v: str) -> str:
+    """One grid cell: the outcome and causes, linked to the port's conformance.html."""
+    e = html.escape
+    en = p["vocabs"].get(v, {"outcome": "not checked", "causes": [], "checks": {}})
+    link = (p.get("run") or {}).get("report")
+    text = e(en["outcome"]) + (f"<br><small>{e(', '.join(en['causes']))}</small>" if en.get("causes") else "")
+    title = "; ".join(f"{k}: {o}" for k, o in en.get("checks", {}).items()) + (
+        f" — {en['reason']}" if en.get("reason") else "")
+    body = f"<a href='{e(link)}'>{text}</a>" if link else text
+    return f"<td class='{en['outcome'].replace(' ', '-')}' title='{e(title)}'>{body}</td>"
 
 
 def json_text(board: dict) -> str:

@@ -48,7 +48,7 @@ from harness.reports.scoreboard import README_BEGIN, html_page, json_text, markd
 from harness.scoreboard import drift
 from harness.scoreboard.build import build_port
 from harness.scoreboard.ports import Port, discover, select
-from harness.scoreboard.summary import port_row, read_report
+from harness.scoreboard.summary import port_row, read_report, vocab_types
 
 #: The older pin a binding's divergences are checked against (drift).
 OLD_PIN = os.environ.get("SCOREBOARD_OLD_PIN") or "4df29be"
@@ -132,13 +132,23 @@ def summarise_port(port: Port, pdir: Path, vocabs: list[str], args) -> dict:
         return port_row(port.manifest(), vocabs, None, build=build, run=run,
                         failure=f"run exited {run['exit_code']} without a report ({e}): {' | '.join(tail)}")
     run.update({k: report["run"].get(k) for k in ("reproduce", "fast_seed", "profile", "pin")})
-    row = port_row(port.manifest(), vocabs, report, build=build, run=run)
+    row = port_row(port.manifest(), vocabs, report, build=build, run=run, tree=pinned_tree())
     if port.bundles_llama_cpp and row["causes"]:
         from reference.lock import load
         from reference.vocabs import vocab_path
         pin_diff = drift.pin_diff_file(Path(args.docs), OLD_PIN, load().name)
         drift.label(row["causes"], OLD_PIN, vocab_path, pin_diff)
     return row
+
+
+def pinned_tree() -> Path | None:
+    """The pinned llama.cpp tree (the rules' source lines come from it), None if not fetched."""
+    from reference.lock import load
+    from reference.sources import make_source
+    try:
+        return Path(make_source(load(), None).tree())
+    except HarnessError:
+        return None
 
 
 def say(message: str) -> None:
@@ -157,6 +167,42 @@ def engine_commit() -> str:
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return head + ("+" if dirty else "")
+
+
+#: What decides a port's row: the engine, the oracle and the pin (git pathspecs). Rendering,
+#: the board itself and the tools that never judge a port are left out, so that changing them
+#: leaves the snapshot fresh; a port's own directory counts for its row (stale_rows).
+ENGINE_PATHS = ("harness", "reference", "pyproject.toml",
+                *(f":(exclude){p}" for p in (
+                    "harness/scoreboard", "harness/reports/scoreboard.py", "harness/reports/diagnosis_bench.py",
+                    "harness/reports/pindiff.py", "harness/bench", "harness/fuzz", "harness/coverage",
+                    "harness/remote", "harness/mergecmd.py", "harness/pindiff.py", "harness/chatcheck.py",
+                    "harness/engine/chatdiff.py", "harness/protocol/chat.py", "reference/chat.py",
+                    "reference/chat_shim.cpp", "reference/pin.py")))
+
+
+def stale_rows(board: dict, ports: list[Port], root: Path) -> list[str]:
+    """Why each stale row of a snapshot is stale ([] when the board is fresh): a port with no
+    row, a row with no engine commit or one made with uncommitted changes, or engine code
+    (:data:`ENGINE_PATHS`) or the port's own directory changed since its row's engine commit."""
+    rows = {r["name"]: r for r in board["ports"]}
+    out = [f"{p.name}: not on the board" for p in ports if p.name not in rows]
+    dirs = {p.name: p.directory for p in ports}
+    for name, row in rows.items():
+        engine = (row.get("run") or {}).get("engine")
+        if not engine or engine.endswith("+") or engine == "unknown":
+            out.append(f"{name}: its row records {'no engine commit' if not engine else 'engine ' + engine}")
+            continue
+        paths = list(ENGINE_PATHS) + ([str(dirs[name].relative_to(root))] if name in dirs else [])
+        proc = subprocess.run(["git", "-C", str(root), "log", "--format=%h %s", f"{engine}..HEAD", "--", *paths],
+                              capture_output=True, text=True, timeout=60)
+        if proc.returncode != 0:
+            out.append(f"{name}: engine {engine} is not in this checkout's history ({proc.stderr.strip()[:200]})")
+        elif proc.stdout.strip():
+            commits = proc.stdout.strip().splitlines()
+            out.append(f"{name}: engine {engine}, and {len(commits)} later commit(s) change what judges it "
+                       f"(newest: {commits[0][:100]})")
+    return out
 
 
 def header(args, wall: float | None) -> dict:
@@ -201,6 +247,8 @@ def parse_args(argv):
                    "DOCS/scoreboard.json")
     p.add_argument("--check-readme", metavar="FILE", help="run nothing: exit 1 if FILE's table is not "
                    "what DOCS/scoreboard.json gives")
+    p.add_argument("--check-fresh", action="store_true", help="run nothing: exit 1 if a row of "
+                   "DOCS/scoreboard.json is older than the engine code or its port, naming the rows to refresh")
     return p.parse_args(argv)
 
 
@@ -209,6 +257,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.readme or args.check_readme:
         return readme(Path(args.readme or args.check_readme), Path(args.docs) / "scoreboard.json",
                       check=bool(args.check_readme))
+    if args.check_fresh:
+        return check_fresh(Path(args.docs) / "scoreboard.json", Path(args.ports_root))
     from reference.vocabs import names
     ports = select(discover(Path(args.ports_root)), args.ports)
     vocabs = sorted(args.vocabs or names())
@@ -216,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
     start = time.monotonic()
     rows = [run_port(p, out, vocabs, args) for p in ports]
     board = {"schema": 1, "header": header(args, None if args.no_run else time.monotonic() - start),
-             "vocabs": vocabs, "ports": rows}
+             "vocabs": vocabs, "vocab_types": vocab_types(vocabs), "ports": rows}
     board["header"]["steps_s"] = round(sum((r.get("build") or {}).get("seconds") or 0 for r in rows)
                                        + sum((r.get("run") or {}).get("wall_s") or 0 for r in rows), 1)
     if args.snapshot and args.ports:
@@ -229,6 +279,25 @@ def main(argv: list[str] | None = None) -> int:
             (Path(args.docs) / f"scoreboard.{ext}").write_text(portable(text), encoding="utf-8")
         say(f"snapshot in {args.docs}/scoreboard.json, .md")
     return 0
+
+
+def check_fresh(snapshot: Path, ports_root: Path) -> int:
+    """``--check-fresh``: 0 if every row of the snapshot is fresh, else 1 with each reason and the
+    command that refreshes those rows."""
+    try:
+        data = json.loads(snapshot.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise HarnessError(f"{snapshot}: cannot read the scoreboard snapshot ({e}); run make scoreboard SNAPSHOT=1") from e
+    ports = discover(ports_root)
+    root = ports_root.resolve().parent
+    reasons = stale_rows(data, ports, root)
+    if not reasons:
+        print(f"scoreboard: {snapshot} is fresh: every row's engine is the engine code of this checkout")
+        return 0
+    names = sorted({r.split(":")[0] for r in reasons})
+    print(f"scoreboard: {snapshot} has {len(names)} stale row(s):\n  " + "\n  ".join(reasons)
+          + f"\nrefresh them: make scoreboard PORTS=\"{' '.join(names)}\" SNAPSHOT=1 && make scoreboard-readme")
+    return 1
 
 
 def merged(board: dict, snapshot: Path, order: list[str]) -> dict:

@@ -29,6 +29,7 @@ otherwise.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from harness.errors import HarnessError
@@ -110,18 +111,72 @@ def failed_entries(vocabs: list[str], outcome: str, reason: str) -> dict[str, di
             for v in vocabs}
 
 
-def cause_entry(cause: dict) -> dict:
-    """A cause of conformance.json as the scoreboard keeps it: title, diagnosis, rule, the
-    minimal example (both sides) and its repro."""
+#: A rule's source: ``(src/llama-vocab.cpp, llama_vocab::impl::token_to_piece)``.
+_SOURCE = re.compile(r"((?:src|common|tools)/[\w./-]+\.(?:cpp|h)), ([\w:~]+)")
+
+
+def source_lines(rule: str | None, tree: Path | None) -> list[str]:
+    """The rule's source functions with the line of their definition in the pinned tree, for
+    an upstream issue (the function alone where the tree is absent or has no such definition).
+
+    >>> source_lines("raw bytes (src/llama-vocab.cpp, llama_vocab::impl::detokenize)", None)
+    ['src/llama-vocab.cpp (llama_vocab::impl::detokenize)']
+    """
+    out = []
+    for path, func in _SOURCE.findall(rule or ""):
+        line = definition_line(tree / path, func) if tree else None
+        out.append(f"{path}:{line} ({func})" if line else f"{path} ({func})")
+    return out
+
+
+def definition_line(path: Path, func: str) -> int | None:
+    """The 1-based line where ``func`` is defined: its name at the start of an unindented
+    line's signature (calls are indented; a declaration ends in ``;``)."""
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    name = re.compile(rf"(^|[\s*&]){re.escape(func)}\s*\(")
+    for i, line in enumerate(lines, 1):
+        if line[:1].strip() and name.search(line) and not line.rstrip().endswith(";"):
+            return i
+    return None
+
+
+def cause_entry(cause: dict, tree: Path | None = None) -> dict:
+    """A cause of conformance.json as the scoreboard keeps it: title, diagnosis, rule (with its
+    source lines in the pinned ``tree``), the minimal example (both sides) and its repro."""
     ex = cause.get("example") or {}
     keep = ("check", "vocab", "flags", "add_special", "parse_special", "remove_special",
             "unparse_special", "text", "reference_ids", "port_ids", "reference_bytes_hex",
             "port_bytes_hex", "index")
     return {"id": cause["id"], "title": cause["title"], "diagnosis": cause.get("diagnosis"),
-            "rule": cause.get("rule"), "cases": cause.get("cases", 0),
+            "rule": cause.get("rule"), "sources": source_lines(cause.get("rule"), tree),
+            "cases": cause.get("cases", 0),
             "vocabs": sorted({c["vocab"] for c in cause.get("cells", [])}),
             "checks": sorted({c["check"] for c in cause.get("cells", [])}),
             "example": {k: ex[k] for k in keep if k in ex}, "repro": ex.get("repro", "")}
+
+
+#: ``tokenizer.ggml.model`` -> llama.cpp's ``vocab_type`` name.
+#: (src/llama-vocab.cpp, llama_vocab::impl::load: gemma4, hybriddna and whitespace are BPE).
+VOCAB_TYPES = {"llama": "SPM", "gpt2": "BPE", "hybriddna": "BPE", "whitespace": "BPE", "gemma4": "BPE",
+               "bert": "WPM", "t5": "UGM", "rwkv": "RWKV", "plamo2": "PLaMo2"}
+
+
+def vocab_types(vocabs: list[str]) -> dict[str, str]:
+    """Each pinned vocab's ``vocab_type`` (SPM, BPE, WPM, UGM, ...), read from its GGUF: the board
+    groups its grid by them. A GGUF that cannot be read gives ``?`` (its cells still show)."""
+    from harness.tokenizer.gguf import GGUFReader
+    from reference.vocabs import vocab_path
+    out = {}
+    for v in vocabs:
+        try:
+            model = GGUFReader(vocab_path(v)).get("tokenizer.ggml.model")
+        except (OSError, HarnessError, ValueError):
+            model = None
+        out[v] = VOCAB_TYPES.get(model, model or "?")
+    return out
 
 
 def read_report(path: Path) -> dict:
@@ -139,7 +194,8 @@ def read_report(path: Path) -> dict:
 
 
 def port_row(manifest: dict, vocabs: list[str], report: dict | None, *, build: dict | None = None,
-             run: dict | None = None, failure: str = "", outcome: str = "error") -> dict:
+             run: dict | None = None, failure: str = "", outcome: str = "error",
+             tree: Path | None = None) -> dict:
     """One port's row: its manifest, build and run, every vocab's entry, and its causes.
     Without a report every vocab reads ``outcome`` (``error``: the build or run failed; ``not
     checked``: the port was not run) with ``failure`` as the reason."""
@@ -148,7 +204,7 @@ def port_row(manifest: dict, vocabs: list[str], report: dict | None, *, build: d
         row["vocabs"] = failed_entries(vocabs, outcome, failure or "the port did not run")
         row["causes"] = []
         return row
-    causes = [cause_entry(c) for c in report["causes"]]
+    causes = [cause_entry(c, tree) for c in report["causes"]]
     row["causes"] = causes
     row["vocabs"] = {v: vocab_entry(v, report["cells"], report["causes"], report.get("port_errors", []),
                                      report.get("errors", [])) for v in vocabs}
