@@ -202,6 +202,11 @@ def test_a_row_goes_stale_when_engine_code_or_its_port_changes_and_not_otherwise
 
     assert board.stale_rows(snapshot, ports, repo) == []
     assert change("harness/scoreboard/run.py") == [] and change("harness/reports/scoreboard.py") == []
+    (repo / "ports/go/p/direct").write_text("#!/bin/sh\n")
+    _git(repo, "add", "-A")
+    assert change("ports/go/p/direct") == [] and change("ports/go/p/port.json") != []
+    _git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "x", "--allow-empty")
+    snapshot["ports"][0]["run"]["engine"] = _git(repo, "rev-parse", "--short", "HEAD")
     [why] = change("ports/go/p/build.sh")
     assert why.startswith("p: engine ") and "change ports/go/p/build.sh" in why
     assert [w.split(":")[0] for w in change("harness/engine/causes.py")] == ["p", "q"]
@@ -259,3 +264,27 @@ def test_each_cause_carries_an_upstream_note_with_the_rules_source_line(tmp_path
     note = next(line for line in md.splitlines() if line.startswith("- upstream note: "))
     assert note.startswith("- upstream note: pkg 2.0, with llama.cpp's ggml-vocab-qwen2.gguf: piece of ids [220]")
     assert "llama.cpp 0c1e57098 gives" in note and "src/llama-vocab.cpp:2 (llama_vocab::impl::token_to_piece)" in note
+
+
+def test_the_adapter_check_finds_logic_that_is_not_the_packages(tmp_path):
+    # serve and direct are the same program: every answer equal. A direct without the
+    # digits bug that serve has: the answers that differ are named, with both sides.
+    from harness.scoreboard.adapter import check_adapter
+    from reference.vocabs import vocab_path
+    from harness.reports.scoreboard import adapter_line
+    d = _port(tmp_path / "ports", "python", "same", serve="--bugs digits")
+    (d / "direct").write_text((d / "serve").read_text())
+    (d / "direct").chmod(0o755)
+    manifest = json.loads((d / "port.json").read_text())
+    (d / "port.json").write_text(json.dumps(dict(manifest, direct="direct --vocab {vocab}")))
+    [port] = discover(tmp_path / "ports")
+    same = check_adapter(port, vocab_path, ["llama-spm"])
+    assert same["checked"] and same["requests"] > 4 * 30 and same["equal"] == same["requests"]
+    assert adapter_line(same).startswith(f"adapter check: serve and direct give the same {same['requests']} answers")
+    (d / "direct").write_text((d / "direct").read_text().replace("--bugs digits", ""))
+    differs = check_adapter(port, vocab_path, ["llama-spm"])
+    [first, *_] = differs["vocabs"][0]["differ"]
+    assert differs["equal"] < differs["requests"] and any(c.isdigit() for c in first["request"]["text"])
+    assert first["serve"] != first["direct"] and "answers differ" in adapter_line(differs)
+    import dataclasses
+    assert check_adapter(dataclasses.replace(port, direct=""), vocab_path)["checked"] is False

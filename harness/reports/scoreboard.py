@@ -154,6 +154,29 @@ def markdown(board: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def adapter_line(check: dict | None) -> str:
+    """One line for the board.
+
+    >>> adapter_line({"checked": True, "vocabs": [{"vocab": "v", "differ": []}], "requests": 9, "equal": 9})
+    'adapter check: serve and direct give the same 9 answers on v'
+    >>> adapter_line(None)
+    'adapter check: not run'
+    """
+    if not check:
+        return "adapter check: not run"
+    if not check["checked"]:
+        return f"adapter check: not checked ({check['why']})"
+    names = ", ".join(r["vocab"] for r in check["vocabs"])
+    if check["equal"] == check["requests"]:
+        return f"adapter check: serve and direct give the same {check['requests']} answers on {names}"
+    first = next(d for r in check["vocabs"] for d in r["differ"])
+    return (f"adapter check: **{check['requests'] - check['equal']} of {check['requests']} answers differ** "
+            f"between serve and the package called directly ({names}); first: "
+            f"{json.dumps(first['request'], ensure_ascii=False)[:160]} -> serve "
+            f"{json.dumps(first['serve'], ensure_ascii=False)[:120]}, direct "
+            f"{json.dumps(first['direct'], ensure_ascii=False)[:120]}")
+
+
 def upstream_note(p: dict, c: dict, llama_cpp: str) -> str:
     """One line a port's author can paste into an upstream issue: the package and version, the
     smallest input, both sides, and llama.cpp's rule with its source lines.
@@ -179,7 +202,7 @@ def _md_port(p: dict, llama_cpp: str = "") -> list[str]:
              f"- registry: {p.get('registry') or '-'}; bundles llama.cpp: {p.get('bundles_llama_cpp') or 'no'}",
              f"- build: {'ok' if b.get('ok') else 'FAILED: ' + b.get('reason', '')} in {b.get('seconds')} s; "
              f"run: exit {r.get('exit_code')} in {r.get('wall_s')} s; report `reports/{r.get('report', '')}`",
-             f"- vocabs: {tally(p)}"]
+             f"- vocabs: {tally(p)}", f"- {adapter_line(p.get('adapter'))}"]
     newest = p.get("newest")
     if newest:
         lines.append(f"- newest release on {p.get('registry') or 'its registry'}: {newest.get('version')} "

@@ -7,6 +7,8 @@ A port is a directory with a manifest, ``port.json``::
      "bundles_llama_cpp": null,            # or the llama.cpp build a binding carries
      "summary": "...", "build": "build.sh", "serve": "serve --vocab {vocab}"}
 
+Optional ``direct``: a second program answering the same requests by calling the package as
+its README shows (:mod:`harness.scoreboard.adapter`).
 Optional ``conversion``: another package's step the port runs on (:func:`conversion`).
 Optional ``newest``: ``{"version", "checked", "how", "note"}``, the newest release the registry
 serves and whether it still has the causes found in the pinned one (docs/scoreboard.md).
@@ -54,6 +56,7 @@ class Port:
     summary: str = ""
     newest: dict | None = None
     conversion: dict | None = None
+    direct: str = ""
 
     def command(self) -> str:
         """The ``PORT`` command: the serve script by absolute path, with its arguments."""
@@ -82,13 +85,24 @@ def load_port(path: Path) -> Port:
     if missing:
         raise HarnessError(f"{path}: missing key(s) {', '.join(map(repr, missing))}; add them "
                            "(bundles_llama_cpp may be null)")
-    if "{vocab}" not in data["serve"]:
-        raise HarnessError(f"{path}: 'serve' must contain {{vocab}} (e.g. \"serve --vocab {{vocab}}\")")
+    for key in ("serve", "direct"):
+        if key in data and "{vocab}" not in str(data[key]):
+            raise HarnessError(f"{path}: '{key}' must contain {{vocab}} (e.g. \"{key} --vocab {{vocab}}\")")
     return Port(name=data["name"], language=data["language"], package=data["package"],
                 version=str(data["version"]), bundles_llama_cpp=data["bundles_llama_cpp"],
                 build=data["build"], serve=data["serve"], directory=path.parent.resolve(),
                 registry=data.get("registry", ""), summary=data.get("summary", ""), newest=data.get("newest"),
-                conversion=conversion(path, data.get("conversion")))
+                conversion=conversion(path, data.get("conversion")), direct=data.get("direct", ""))
+
+
+def split_serve(port: Port, spec: str, gguf: Path) -> list[str]:
+    """``serve``'s or ``direct``'s argv for one vocab: the program by absolute path.
+
+    >>> split_serve(Port("t", "go", "p", "1", None, "b", "", Path("/p")), "direct --vocab {vocab}", Path("/v.gguf"))
+    ['/p/direct', '--vocab', '/v.gguf']
+    """
+    program, *rest = shlex.split(spec)
+    return [str(port.directory / program)] + [a.replace("{vocab}", str(gguf)) for a in rest]
 
 
 def conversion(path: Path, conv) -> dict | None:

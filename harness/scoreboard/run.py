@@ -46,6 +46,7 @@ from pathlib import Path
 from harness.errors import HarnessError
 from harness.reports.scoreboard import README_BEGIN, html_page, json_text, markdown, readme_block, replace_block
 from harness.scoreboard import drift
+from harness.scoreboard.adapter import VOCABS as ADAPTER_VOCABS, check_adapter
 from harness.scoreboard.build import build_port
 from harness.scoreboard.ports import Port, discover, select
 from harness.scoreboard.summary import port_row, read_report, vocab_types
@@ -81,6 +82,10 @@ def run_port(port: Port, out: Path, vocabs: list[str], args) -> dict:
     """Build and run one port (or, with ``--no-run``, read what its last run left); its row."""
     pdir = out / "scoreboard" / port.name
     if args.no_run:
+        if args.adapter_check and (pdir / "steps.json").is_file():
+            steps = json.loads((pdir / "steps.json").read_text(encoding="utf-8"))
+            steps["adapter"] = adapter_check(port, args)
+            (pdir / "steps.json").write_text(json.dumps(steps, indent=1), encoding="utf-8")
         return summarise_port(port, pdir, vocabs, args)
     steps = build_and_run(port, pdir, args)
     (pdir / "steps.json").write_text(json.dumps(steps, indent=1), encoding="utf-8")
@@ -112,7 +117,20 @@ def build_and_run(port: Port, pdir: Path, args) -> dict:
     run = {"exit_code": code, "wall_s": round(wall, 1), "report": f"scoreboard/{port.name}/conformance.html",
            "log": f"scoreboard/{port.name}/run.log", "engine": engine_commit()}
     say(f"[{port.name}] run exited {code} in {wall:.0f} s")
-    return {"build": built.to_json(), "run": run, "failure": ""}
+    return {"build": built.to_json(), "run": run, "failure": "", "adapter": adapter_check(port, args)}
+
+
+def adapter_check(port: Port, args) -> dict:
+    """serve against the package called directly (:mod:`harness.scoreboard.adapter`), on the
+    check's vocabs this board runs."""
+    from reference.vocabs import vocab_path
+    vocabs = [v for v in ADAPTER_VOCABS if not args.vocabs or v in args.vocabs]
+    start = time.monotonic()
+    check = check_adapter(port, vocab_path, vocabs)
+    if check["checked"]:
+        say(f"[{port.name}] adapter check: {check['equal']} of {check['requests']} answers equal "
+            f"in {time.monotonic() - start:.0f} s")
+    return check
 
 
 def summarise_port(port: Port, pdir: Path, vocabs: list[str], args) -> dict:
@@ -133,6 +151,7 @@ def summarise_port(port: Port, pdir: Path, vocabs: list[str], args) -> dict:
                         failure=f"run exited {run['exit_code']} without a report ({e}): {' | '.join(tail)}")
     run.update({k: report["run"].get(k) for k in ("reproduce", "fast_seed", "profile", "pin")})
     row = port_row(port.manifest(), vocabs, report, build=build, run=run, tree=pinned_tree())
+    row["adapter"] = steps.get("adapter") or (None if port.direct else check_adapter(port, None, ()))
     if port.bundles_llama_cpp and row["causes"]:
         from reference.lock import load
         from reference.vocabs import vocab_path
@@ -181,6 +200,12 @@ ENGINE_PATHS = ("harness", "reference", "pyproject.toml",
                     "reference/chat_shim.cpp", "reference/pin.py")))
 
 
+def port_paths(directory: Path) -> list[str]:
+    """A port's files that decide its row: all but its README and its direct program (which the
+    adapter check runs, not the engine)."""
+    return [str(directory), f":(exclude){directory}/README.md", f":(exclude,glob){directory}/**/direct*"]
+
+
 def stale_rows(board: dict, ports: list[Port], root: Path) -> list[str]:
     """Why each stale row of a snapshot is stale ([] when the board is fresh): a port with no
     row, a row with no engine commit or one made with uncommitted changes, or engine code
@@ -193,7 +218,7 @@ def stale_rows(board: dict, ports: list[Port], root: Path) -> list[str]:
         if not engine or engine.endswith("+") or engine == "unknown":
             out.append(f"{name}: its row records {'no engine commit' if not engine else 'engine ' + engine}")
             continue
-        paths = list(ENGINE_PATHS) + ([str(dirs[name].relative_to(root))] if name in dirs else [])
+        paths = list(ENGINE_PATHS) + (port_paths(dirs[name].relative_to(root)) if name in dirs else [])
         proc = subprocess.run(["git", "-C", str(root), "log", "--format=%h %s", f"{engine}..HEAD", "--", *paths],
                               capture_output=True, text=True, timeout=60)
         if proc.returncode != 0:
@@ -241,6 +266,8 @@ def parse_args(argv):
                    help="pytest -k of each run (default: every check but the reference's own cross-check)")
     p.add_argument("--no-run", action="store_true",
                    help="build and run nothing: summarise what the last runs left in OUT/scoreboard/")
+    p.add_argument("--adapter-check", action="store_true",
+                   help="with --no-run: run each port's adapter check again (its built serve and direct) into its steps.json")
     p.add_argument("--docs", default="docs", help="where pin-diff reports and the snapshot live")
     p.add_argument("--snapshot", action="store_true", help="also copy scoreboard.json/.md into --docs")
     p.add_argument("--readme", metavar="FILE", help="run nothing: rewrite FILE's scoreboard table from "
