@@ -42,6 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m harness chat-check", description=__doc__.splitlines()[0])
     ap.add_argument("--port", default="harness", help="a PORT spec (harness, llama.cpp, a command with {vocab})")
     ap.add_argument("--vocabs", nargs="*", default=None, help="pinned vocab names (default: every one with a template)")
+    ap.add_argument("--json", metavar="FILE", help="also write every case (vocab, conversation, outcome, detail) as JSON")
     args = ap.parse_args(argv)
     from harness.engine.chatdiff import check_vocab
     from harness.errors import HarnessError
@@ -69,6 +70,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{case.vocab} [{case.conversation}]: {case.outcome}: {case.detail}")
     counts = Counter(c.outcome for c in cases)
     code = exit_code([c.outcome for c in cases])
+    if args.json:
+        import json
+        from dataclasses import asdict
+        with open(args.json, "w", encoding="utf-8") as fh:
+            json.dump({"port": args.port, "exit_code": code, "cases": [asdict(c) for c in cases]}, fh, indent=1,
+                      ensure_ascii=False)
     print(f"chat-check: port {args.port!r}, {len(cases)} case(s) on {len({c.vocab for c in cases})} vocab(s): "
           + ", ".join(f"{counts[k]} {k}" for k in ("agree", "diverge", "port error", "unsupported")) + f"; exit {code}")
     return code

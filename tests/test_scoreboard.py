@@ -288,3 +288,30 @@ def test_the_adapter_check_finds_logic_that_is_not_the_packages(tmp_path):
     assert first["serve"] != first["direct"] and "answers differ" in adapter_line(differs)
     import dataclasses
     assert check_adapter(dataclasses.replace(port, direct=""), vocab_path)["checked"] is False
+
+
+@pytest.mark.reference
+def test_a_ports_chat_program_is_checked_and_its_disagreements_listed(tmp_path):
+    # The chat program is llama.cpp's own (reference serve): every case agrees; a chat program
+    # that is not there is that port's chat error, with chat-check's last line.
+    from harness.reports.scoreboard import chat_lines
+    from reference.build import artifacts
+    require(artifacts)
+    from reference.lock import load
+    d = _port(tmp_path / "ports", "python", "chatty")
+    (d / "chat").write_text(f"#!/usr/bin/env bash\nexec {shlex.quote(sys.executable)} -m reference serve "
+                            f"--pin {load().name} \"$@\"\n")
+    (d / "chat").chmod(0o755)
+    manifest = json.loads((d / "port.json").read_text())
+    (d / "port.json").write_text(json.dumps(dict(manifest, chat="chat --vocab {vocab}")))
+    [port] = discover(tmp_path / "ports")
+    (tmp_path / "out").mkdir()
+    chat = board.chat_check(port, tmp_path / "out", ["qwen2", "llama-spm"])
+    assert chat["exit_code"] == 0 and len(chat["cases"]) >= 7 and {c["vocab"] for c in chat["cases"]} == {"qwen2"}
+    assert {c["outcome"] for c in chat["cases"]} == {"agree"}
+    [line] = chat_lines(chat)
+    assert f"{len(chat['cases'])} cases" in line and line.endswith(f"{len(chat['cases'])} agree")
+    (d / "chat").unlink()
+    gone = board.chat_check(port, tmp_path / "out", ["qwen2"])
+    assert gone["exit_code"] == 3 and gone["cases"] == [] and "without cases" in gone["failure"]
+    assert chat_lines(gone)[0].startswith("- chat check: **error**: chat-check exited 3")

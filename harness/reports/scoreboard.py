@@ -177,6 +177,26 @@ def adapter_line(check: dict | None) -> str:
             f"{json.dumps(first['direct'], ensure_ascii=False)[:120]}")
 
 
+def chat_lines(chat: dict | None) -> list[str]:
+    """The port's chat check: its outcomes, then each case that did not agree.
+
+    >>> chat_lines({"cases": [{"vocab": "qwen2", "conversation": "two turns", "outcome": "agree", "detail": ""},
+    ...     {"vocab": "qwen2", "conversation": "system first", "outcome": "diverge", "detail": "ids differ"}]})[1:]
+    ['  - qwen2 [system first]: diverge: ids differ']
+    """
+    if not chat:
+        return []
+    if chat.get("failure"):
+        return [f"- chat check: **error**: {chat['failure']}"]
+    cases = chat["cases"]
+    counts = {o: sum(c["outcome"] == o for c in cases) for o in ("agree", "diverge", "port error", "unsupported")}
+    head = (f"- chat check (its chat program vs llama.cpp: the rendering and llama-server's prompt ids): "
+            f"{len(cases)} cases on {len({c['vocab'] for c in cases})} vocab(s): "
+            + ", ".join(f"{n} {o}" for o, n in counts.items() if n))
+    return [head] + [f"  - {c['vocab']} [{c['conversation']}]: {c['outcome']}: {c['detail'][:300]}"
+                     for c in cases if c["outcome"] != "agree"]
+
+
 def upstream_note(p: dict, c: dict, llama_cpp: str) -> str:
     """One line a port's author can paste into an upstream issue: the package and version, the
     smallest input, both sides, and llama.cpp's rule with its source lines.
@@ -202,7 +222,7 @@ def _md_port(p: dict, llama_cpp: str = "") -> list[str]:
              f"- registry: {p.get('registry') or '-'}; bundles llama.cpp: {p.get('bundles_llama_cpp') or 'no'}",
              f"- build: {'ok' if b.get('ok') else 'FAILED: ' + b.get('reason', '')} in {b.get('seconds')} s; "
              f"run: exit {r.get('exit_code')} in {r.get('wall_s')} s; report `reports/{r.get('report', '')}`",
-             f"- vocabs: {tally(p)}", f"- {adapter_line(p.get('adapter'))}"]
+             f"- vocabs: {tally(p)}", f"- {adapter_line(p.get('adapter'))}", *chat_lines(p.get("chat"))]
     newest = p.get("newest")
     if newest:
         lines.append(f"- newest release on {p.get('registry') or 'its registry'}: {newest.get('version')} "
@@ -298,7 +318,8 @@ def html_page(board: dict) -> str:
     summary = [f"<tr><th>vocabs ({len(board['vocabs'])})</th>"
                + "".join(f"<td>{e(tally(p))}</td>" for p in ports) + "</tr>",
                "<tr><th>causes</th>" + "".join(f"<td class='share'>{len(p.get('causes', []))}</td>" for p in ports)
-               + "</tr>"]
+               + "</tr>",
+               "<tr><th>chat</th>" + "".join(f"<td>{e(_chat_cell(p.get('chat')))}</td>" for p in ports) + "</tr>"]
     summary += [f"<tr><th class='type'>{e(t)} ({len(vs)})</th>" + "".join(_type_cell(p, vs) for p in ports) + "</tr>"
                 for t, vs in groups.items()]
     rows = []
@@ -318,6 +339,16 @@ def html_page(board: dict) -> str:
             "ports that ran no vocab last.</p>"
             f"<h2>By vocab type</h2><table id='summary'><tr><th></th>{head}</tr>{''.join(summary)}</table>"
             f"<h2>Port × vocab</h2><table id='grid'><tr><th>vocab</th>{head}</tr>{''.join(rows)}</table>{sections}")
+
+
+def _chat_cell(chat: dict | None) -> str:
+    """``3/35 agree``, or why there is no figure."""
+    if not chat:
+        return "no chat program"
+    if chat.get("failure"):
+        return "error"
+    agree = sum(c["outcome"] == "agree" for c in chat["cases"])
+    return f"{agree}/{len(chat['cases'])} agree"
 
 
 def _grid_cell(p: dict, v: str) -> str:

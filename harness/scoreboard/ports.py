@@ -9,6 +9,8 @@ A port is a directory with a manifest, ``port.json``::
 
 Optional ``direct``: a second program answering the same requests by calling the package as
 its README shows (:mod:`harness.scoreboard.adapter`).
+Optional ``chat``: the port's chat program (``"chat --vocab {vocab}"``), a server answering the
+``chat`` op the package's way (``make chat-check PORT=...``; the board's chat check).
 Optional ``conversion``: another package's step the port runs on (:func:`conversion`).
 Optional ``newest``: ``{"version", "checked", "how", "note"}``, the newest release the registry
 serves and whether it still has the causes found in the pinned one (docs/scoreboard.md).
@@ -57,10 +59,12 @@ class Port:
     newest: dict | None = None
     conversion: dict | None = None
     direct: str = ""
+    chat: str = ""
 
-    def command(self) -> str:
-        """The ``PORT`` command: the serve script by absolute path, with its arguments."""
-        program, *rest = shlex.split(self.serve)
+    def command(self, spec: str | None = None) -> str:
+        """The ``PORT`` command: the serve script (or ``spec``, e.g. the chat program) by
+        absolute path, with its arguments."""
+        program, *rest = shlex.split(spec or self.serve)
         return shlex.join([str(self.directory / program)]) + "".join(" " + a for a in rest)
 
     def manifest(self) -> dict:
@@ -68,7 +72,7 @@ class Port:
         return {"name": self.name, "language": self.language, "package": self.package,
                 "version": self.version, "registry": self.registry,
                 "bundles_llama_cpp": self.bundles_llama_cpp, "summary": self.summary, "newest": self.newest,
-                "conversion": self.conversion,
+                "conversion": self.conversion, "chat": bool(self.chat),
                 "directory": f"ports/{self.directory.parent.name}/{self.directory.name}"}
 
 
@@ -85,14 +89,15 @@ def load_port(path: Path) -> Port:
     if missing:
         raise HarnessError(f"{path}: missing key(s) {', '.join(map(repr, missing))}; add them "
                            "(bundles_llama_cpp may be null)")
-    for key in ("serve", "direct"):
+    for key in ("serve", "direct", "chat"):
         if key in data and "{vocab}" not in str(data[key]):
             raise HarnessError(f"{path}: '{key}' must contain {{vocab}} (e.g. \"{key} --vocab {{vocab}}\")")
     return Port(name=data["name"], language=data["language"], package=data["package"],
                 version=str(data["version"]), bundles_llama_cpp=data["bundles_llama_cpp"],
                 build=data["build"], serve=data["serve"], directory=path.parent.resolve(),
                 registry=data.get("registry", ""), summary=data.get("summary", ""), newest=data.get("newest"),
-                conversion=conversion(path, data.get("conversion")), direct=data.get("direct", ""))
+                conversion=conversion(path, data.get("conversion")), direct=data.get("direct", ""),
+                chat=data.get("chat", ""))
 
 
 def split_serve(port: Port, spec: str, gguf: Path) -> list[str]:

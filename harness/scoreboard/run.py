@@ -117,7 +117,34 @@ def build_and_run(port: Port, pdir: Path, args) -> dict:
     run = {"exit_code": code, "wall_s": round(wall, 1), "report": f"scoreboard/{port.name}/conformance.html",
            "log": f"scoreboard/{port.name}/run.log", "engine": engine_commit()}
     say(f"[{port.name}] run exited {code} in {wall:.0f} s")
-    return {"build": built.to_json(), "run": run, "failure": "", "adapter": adapter_check(port, args)}
+    return {"build": built.to_json(), "run": run, "failure": "", "adapter": adapter_check(port, args),
+            "chat": chat_check(port, pdir, args.vocabs)}
+
+
+def chat_check(port: Port, pdir: Path, vocabs: list[str] | None = None) -> dict | None:
+    """The port's chat program through ``chat-check`` on ``vocabs`` (default: every vocab with a
+    template; its cases in ``<pdir>/chat.json``); None when the port has no chat program."""
+    if not port.chat:
+        return None
+    if vocabs:
+        from harness.chatcheck import chat_vocabs
+        vocabs = [v for v in chat_vocabs() if v in vocabs]
+        if not vocabs:
+            return {"exit_code": None, "cases": [], "failure": "not run: no vocab of this board carries a chat template"}
+    spec = port.command(port.chat)
+    (pdir / "chat.json").unlink(missing_ok=True)  # a file an earlier check left is not this one's
+    start = time.monotonic()
+    with open(pdir / "chat.log", "w", encoding="utf-8") as log:
+        code = subprocess.run([sys.executable, "-m", "harness", "chat-check", "--port", spec,
+                               "--json", str(pdir / "chat.json"), *(["--vocabs", *vocabs] if vocabs else [])], stdout=log, stderr=subprocess.STDOUT,
+                              stdin=subprocess.DEVNULL).returncode
+    say(f"[{port.name}] chat check exited {code} in {time.monotonic() - start:.0f} s")
+    try:
+        cases = json.loads((pdir / "chat.json").read_text(encoding="utf-8"))["cases"]
+    except (OSError, ValueError, KeyError) as e:
+        tail = (pdir / "chat.log").read_text(encoding="utf-8", errors="replace").strip().splitlines()[-1:] or [""]
+        return {"exit_code": code, "cases": [], "failure": f"chat-check exited {code} without cases ({e}): {tail[0][:300]}"}
+    return {"exit_code": code, "cases": cases, "log": f"scoreboard/{port.name}/chat.log"}
 
 
 def adapter_check(port: Port, args) -> dict:
@@ -152,6 +179,7 @@ def summarise_port(port: Port, pdir: Path, vocabs: list[str], args) -> dict:
     run.update({k: report["run"].get(k) for k in ("reproduce", "fast_seed", "profile", "pin")})
     row = port_row(port.manifest(), vocabs, report, build=build, run=run, tree=pinned_tree())
     row["adapter"] = steps.get("adapter") or (None if port.direct else check_adapter(port, None, ()))
+    row["chat"] = steps.get("chat")
     if port.bundles_llama_cpp and row["causes"]:
         from reference.lock import load
         from reference.vocabs import vocab_path
@@ -201,9 +229,10 @@ ENGINE_PATHS = ("harness", "reference", "pyproject.toml",
 
 
 def port_paths(directory: Path) -> list[str]:
-    """A port's files that decide its row: all but its README and its direct program (which the
-    adapter check runs, not the engine)."""
-    return [str(directory), f":(exclude){directory}/README.md", f":(exclude,glob){directory}/**/direct*"]
+    """A port's files that decide its row: all but its README, its direct program (which the
+    adapter check runs, not the engine) and its chat program (the chat check's)."""
+    return [str(directory), f":(exclude){directory}/README.md", f":(exclude,glob){directory}/**/direct*",
+            f":(exclude,glob){directory}/**/chat*"]
 
 
 def stale_rows(board: dict, ports: list[Port], root: Path) -> list[str]:
