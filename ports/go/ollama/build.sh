@@ -16,4 +16,9 @@ if ! CGO_ENABLED=0 go build -mod=readonly -trimpath -o build/ollama-port . ; the
     echo "build.sh: go build failed (see above); the module proxy must serve github.com/ollama/ollama at the go.mod version" >&2
     exit 1
 fi
-echo "build.sh: built build/ollama-port in $(( $(date +%s) - start ))s" >&2
+# The chat program (cmd/chat, README "## Chat"): ollama's template, openai and tokenizer packages.
+if ! CGO_ENABLED=0 go build -mod=readonly -trimpath -o build/ollama-chat ./cmd/chat ; then
+    echo "build.sh: go build ./cmd/chat failed (see above)" >&2
+    exit 1
+fi
+echo "build.sh: built build/ollama-port and build/ollama-chat in $(( $(date +%s) - start ))s" >&2
