@@ -22,7 +22,7 @@ fn main() {
             String::from_utf8(b).ok()
         });
         let answer = match (&tokenizer, r["op"].as_str()) {
-            (Err(e), _) => json!({ "error": format!("unsupported: {e}") }),
+            (Err(e), _) => json!({ "error": format!("unsupported: aprender 0.72.3 cannot load this vocab: {e}") }),
             (Ok(t), Some("info")) => json!({ "n_vocab": t.vocab_size() }),
             (Ok(t), Some("encode")) if f("parse_special") && text.is_some() => {
                 let text = text.unwrap();
@@ -30,7 +30,10 @@ fn main() {
             }
             (Ok(t), Some("decode")) if f("remove_special") && f("unparse_special") => json!({ "bytes_hex": hex(t.decode(&ids)) }),
             (Ok(t), Some("piece")) if f("special") => json!({ "bytes_hex": hex(t.decode(&[r["id"].as_u64().unwrap_or(0) as u32])) }),
-            (Ok(_), Some("encode" | "decode" | "piece")) => json!({ "error": "unsupported: the crate has no such flag" }),
+            (Ok(_), Some("encode")) if text.is_none() => json!({ "error": "unsupported: aprender encodes &str, so invalid UTF-8 cannot be expressed" }),
+            (Ok(_), Some("encode")) => json!({ "error": "unsupported: aprender's encode matches control-token texts like any vocab entry (no parse_special=false)" }),
+            (Ok(_), Some("decode")) => json!({ "error": "unsupported: aprender's decode always drops BOS/EOS and renders every other token (only remove_special=true, unparse_special=true)" }),
+            (Ok(_), Some("piece")) => json!({ "error": "unsupported: aprender's decode renders control tokens other than BOS/EOS (only special=true)" }),
             _ => json!({ "error": "bad request" }),
         };
         writeln!(out, "{answer}").unwrap();

@@ -19,7 +19,7 @@ fn main() {
         Some("llama") => GgufSpmTokenizer::from_gguf(&file).map_err(e).map(|t| { let a = std::rc::Rc::new(t); let c = a.clone(); let n = a.vocab_size(); (Box::new(move |s: &str, p| a.encode(s, p)) as Enc, Box::new(move |i: &[u32]| c.decode_bytes(i)) as Dec, n) }),
         Some("t5") => GgufUnigramTokenizer::from_gguf(&file).map_err(e).map(|t| { let a = std::rc::Rc::new(t); let c = a.clone(); let n = a.vocab_size(); (Box::new(move |s: &str, p| a.encode(s, p)) as Enc, Box::new(move |i: &[u32]| c.decode_bytes(i)) as Dec, n) }),
         Some("plamo2") => GgufPlamo2Tokenizer::from_gguf(&file).map_err(e).map(|t| { let a = std::rc::Rc::new(t); let c = a.clone(); let n = a.vocab_size(); (Box::new(move |s: &str, p| a.encode(s, p)) as Enc, Box::new(move |i: &[u32]| c.decode_bytes(i)) as Dec, n) }),
-        other => Err(format!("tokenizer {other:?} is not served by ferrox")),
+        other => Err(format!("tokenizer.ggml.model = {other:?}: ferrox's server refuses it (supported: llama, gpt2, gemma4, t5, plamo2)")),
     };
     let bos = should_add_bos_token(&file).then(|| file.metadata_u64("tokenizer.ggml.bos_token_id").map(|v| v as u32)).flatten();
     let hex = |b: Vec<u8>| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
@@ -34,7 +34,7 @@ fn main() {
             String::from_utf8(b).ok()
         });
         let answer = match (&tok, r["op"].as_str()) {
-            (Err(e), _) => json!({ "error": format!("unsupported: {e}") }),
+            (Err(e), _) => json!({ "error": format!("unsupported: ferrox-models 0.25.0 cannot load this vocab: {e}") }),
             (Ok((_, _, n)), Some("info")) => json!({ "n_vocab": n }),
             (Ok((enc, _, _)), Some("encode")) if text.is_some() => {
                 let mut ids = enc(&text.unwrap(), if f("parse_special") { SpecialTokens::Parse } else { SpecialTokens::AsText });
@@ -43,7 +43,9 @@ fn main() {
             }
             (Ok((_, dec, _)), Some("decode")) if !f("remove_special") && f("unparse_special") => json!({ "bytes_hex": hex(dec(&ids)) }),
             (Ok((_, dec, _)), Some("piece")) if f("special") => json!({ "bytes_hex": hex(dec(&[r["id"].as_u64().unwrap_or(0) as u32])) }),
-            (Ok(_), Some("encode" | "decode" | "piece")) => json!({ "error": "unsupported: the crate has no such flag" }),
+            (Ok(_), Some("encode")) => json!({ "error": "unsupported: ferrox-models encodes &str, so invalid UTF-8 cannot be expressed" }),
+            (Ok(_), Some("decode")) => json!({ "error": "unsupported: ferrox-models' decode_bytes renders every token, special ones included, and drops none (only remove_special=false, unparse_special=true)" }),
+            (Ok(_), Some("piece")) => json!({ "error": "unsupported: ferrox-models' decode_bytes renders special tokens as their text (only special=true)" }),
             _ => json!({ "error": "bad request" }),
         };
         writeln!(out, "{answer}").unwrap();

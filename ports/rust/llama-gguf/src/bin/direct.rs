@@ -22,7 +22,7 @@ fn main() {
             String::from_utf8(b).ok()
         });
         let answer = match (&tokenizer, r["op"].as_str()) {
-            (Err(e), _) => json!({ "error": format!("unsupported: {e}") }),
+            (Err(e), _) => json!({ "error": format!("unsupported: llama-gguf 0.14.0 cannot load this vocab: {e}") }),
             (Ok(t), Some("info")) => json!({ "n_vocab": t.vocab_size }),
             (Ok(t), Some("encode")) if f("parse_special") && text.is_some() => match t.encode(&text.unwrap(), f("add_special")) {
                 Ok(ids) => json!({ "ids": ids }),
@@ -36,7 +36,10 @@ fn main() {
                 Ok(s) => json!({ "bytes_hex": hex(s) }),
                 Err(e) => json!({ "error": e.to_string() }),
             },
-            (Ok(_), Some("encode" | "decode" | "piece")) => json!({ "error": "unsupported: the crate has no such flag" }),
+            (Ok(_), Some("encode")) if text.is_none() => json!({ "error": "unsupported: llama-gguf encodes &str, so invalid UTF-8 cannot be expressed" }),
+            (Ok(_), Some("encode")) => json!({ "error": "unsupported: llama-gguf's encode always parses control tokens (no parse_special=false)" }),
+            (Ok(_), Some("decode")) => json!({ "error": "unsupported: llama-gguf's decode always drops special and control tokens (no unparse_special=true)" }),
+            (Ok(_), Some("piece")) => json!({ "error": "unsupported: llama-gguf's decode always drops special and control tokens (no piece special=true)" }),
             _ => json!({ "error": "bad request" }),
         };
         writeln!(out, "{answer}").unwrap();

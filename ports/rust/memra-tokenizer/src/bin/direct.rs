@@ -23,13 +23,13 @@ fn main() {
             String::from_utf8(b).ok()
         });
         let answer = match (&tok, r["op"].as_str()) {
-            (Err(e), _) => json!({ "error": format!("unsupported: {e}") }),
+            (Err(e), _) => json!({ "error": format!("unsupported: memra-tokenizer 0.122.0 cannot load this vocab: {e}") }),
             (Ok(t), Some("info")) => json!({ "n_vocab": t.vocab_size() }),
             (Ok(t), Some("encode")) => match text {
                 Some(s) => json!({ "ids": t.encode_special(&s, f("add_special"), f("parse_special")) }),
-                None => json!({ "error": "unsupported: not UTF-8" }),
+                None => json!({ "error": "unsupported: memra-tokenizer encodes &str, so invalid UTF-8 cannot be expressed" }),
             },
-            (Ok(_), Some("decode")) if f("remove_special") && f("unparse_special") => json!({ "error": "unsupported: no remove_special" }),
+            (Ok(_), Some("decode")) if f("remove_special") && f("unparse_special") => json!({ "error": "unsupported: memra-tokenizer's decode has no remove_special: it cannot drop BOS/EOS while rendering other special tokens" }),
             (Ok(t), Some("decode")) => json!({ "bytes_hex": hex(t.decode_bytes_special(&ids, f("unparse_special"))) }),
             (Ok(t), Some("piece")) => json!({ "bytes_hex": hex(t.decode_bytes_special(&[r["id"].as_u64().unwrap_or(0) as u32], f("special"))) }),
             _ => json!({ "error": "bad request" }),
