@@ -8,7 +8,7 @@
 // It has no add_special, no remove_special and no per-token piece call: those are unsupported.
 import fs from "node:fs";
 import process from "node:process";
-import {getLlama, LlamaLogLevel} from "@aibrow/node-llama-cpp";
+import {getLlama, LlamaLogLevel, LlamaVocabularyType} from "@aibrow/node-llama-cpp";
 
 const LIBRARY = "@aibrow/node-llama-cpp 1.7.0";
 // The llama.cpp its prebuilt @aibrow/node-llama-cpp-linux-x64 binaries were built from:
@@ -35,7 +35,10 @@ async function load(vocabPath) {
             },
         });
         const model = await llama.loadModel({modelPath: vocabPath, vocabOnly: true});
-        return {model, nVocab: [...model.iterateAllTokens()].length};
+        // iterateAllTokens yields nothing where the fork does not know the vocabulary type
+        // (b5869's UGM: "Unknown vocabulary type: 4"): then the package gives no size, and info none.
+        const known = model.vocabularyType !== LlamaVocabularyType.none;
+        return {model, nVocab: known ? [...model.iterateAllTokens()].length : null};
     } catch (e) {
         return {error: [String(e?.message ?? e), ...errors].join("; ")};
     }
@@ -54,7 +57,8 @@ function handle(state, req, topLevel) {
     const {model} = state;
     switch (req.op) {
         case "info":
-            return {n_vocab: state.nVocab, batch: true, unsupported: UNSUPPORTED, library: LIBRARY, llama_cpp: LLAMA_CPP};
+            return {...(state.nVocab === null ? {} : {n_vocab: state.nVocab}), batch: true, unsupported: UNSUPPORTED,
+                library: LIBRARY, llama_cpp: LLAMA_CPP};
         case "encode": {
             if (flag(req, "add_special")) throw new Unsupported("model.tokenize never adds BOS/EOS");
             const parse = flag(req, "parse_special");
@@ -73,8 +77,8 @@ function handle(state, req, topLevel) {
             if (flag(req, "remove_special")) throw new Unsupported("model.detokenize never removes BOS/EOS");
             const unparse = flag(req, "unparse_special");
             const ids = req.ids;
-            if (!Array.isArray(ids) || !ids.every((i) => Number.isInteger(i) && i >= 0 && i < state.nVocab))
-                throw new Error(`'ids' must be a list of token ids in [0, ${state.nVocab})`);
+            if (!Array.isArray(ids) || !ids.every((i) => Number.isInteger(i) && i >= 0 && (state.nVocab === null || i < state.nVocab)))
+                throw new Error(`'ids' must be a list of token ids in [0, ${state.nVocab ?? "n_vocab"})`);
             // detokenize returns a JS string: invalid UTF-8 became U+FFFD inside the library.
             return {bytes_hex: Buffer.from(model.detokenize(ids, unparse), "utf8").toString("hex")};
         }
