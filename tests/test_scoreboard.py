@@ -200,11 +200,21 @@ def test_a_row_goes_stale_when_engine_code_or_its_port_changes_and_not_otherwise
         _git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qam", f"change {path}")
         return board.stale_rows(snapshot, ports, repo)
 
+    def edit_port_json(**keys) -> list[str]:
+        path = repo / "ports/go/p/port.json"
+        path.write_text(json.dumps({**json.loads(path.read_text()), **keys}))
+        _git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qam", "port.json")
+        return board.stale_rows(snapshot, ports, repo)
+
     assert board.stale_rows(snapshot, ports, repo) == []
     assert change("harness/scoreboard/run.py") == [] and change("harness/reports/scoreboard.py") == []
     (repo / "ports/go/p/direct").write_text("#!/bin/sh\n")
+    (repo / "ports/go/p/Chat.java").write_text("class Chat {}\n")
     _git(repo, "add", "-A")
-    assert change("ports/go/p/direct") == [] and change("ports/go/p/port.json") != []
+    assert change("ports/go/p/direct") == [] and change("ports/go/p/Chat.java") == []
+    assert edit_port_json(direct="direct --vocab {vocab}", chat="chat") == []
+    [why] = edit_port_json(serve="serve --fast --vocab {vocab}")
+    assert why.endswith("ports/go/p/port.json: serve changed")
     _git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "x", "--allow-empty")
     snapshot["ports"][0]["run"]["engine"] = _git(repo, "rev-parse", "--short", "HEAD")
     [why] = change("ports/go/p/build.sh")

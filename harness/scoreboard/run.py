@@ -228,26 +228,50 @@ ENGINE_PATHS = ("harness", "reference", "pyproject.toml",
                     "reference/chat_shim.cpp", "reference/pin.py")))
 
 
+#: port.json keys that name programs the engine never runs (the adapter check's and the chat
+#: check's): adding or changing them leaves the port's row fresh.
+UNJUDGED_KEYS = ("direct", "chat")
+
+
 def port_paths(directory: Path) -> list[str]:
     """A port's files that decide its row: all but its README, its direct program (which the
-    adapter check runs, not the engine) and its chat program (the chat check's)."""
-    return [str(directory), f":(exclude){directory}/README.md", f":(exclude,glob){directory}/**/direct*",
-            f":(exclude,glob){directory}/**/chat*"]
+    adapter check runs, not the engine), its chat program (the chat check's; ``Chat.java`` too)
+    and its port.json, whose judging keys :func:`port_json_changed` compares instead."""
+    return [str(directory), f":(exclude){directory}/README.md", f":(exclude){directory}/port.json",
+            f":(exclude,glob,icase){directory}/**/direct*", f":(exclude,glob,icase){directory}/**/chat*"]
+
+
+def port_json_changed(root: Path, directory: Path, engine: str) -> str | None:
+    """Why the port.json at ``engine`` judges differently from the one checked out (None when
+    only :data:`UNJUDGED_KEYS` differ): ``"port.json: serve changed"``."""
+    path = directory / "port.json"
+    proc = subprocess.run(["git", "-C", str(root), "show", f"{engine}:{path.as_posix()}"],
+                          capture_output=True, text=True, timeout=60)
+    if proc.returncode != 0:
+        return f"{path} is not in engine {engine}'s tree"
+    try:
+        then = json.loads(proc.stdout)
+        now = json.loads((root / path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        return f"{path} does not read as JSON ({e})"
+    keys = sorted(k for k in set(then) | set(now) if k not in UNJUDGED_KEYS and then.get(k) != now.get(k))
+    return f"{path}: {', '.join(keys)} changed" if keys else None
 
 
 def stale_rows(board: dict, ports: list[Port], root: Path) -> list[str]:
     """Why each stale row of a snapshot is stale ([] when the board is fresh): a port with no
     row, a row with no engine commit or one made with uncommitted changes, or engine code
-    (:data:`ENGINE_PATHS`) or the port's own directory changed since its row's engine commit."""
+    (:data:`ENGINE_PATHS`) or the port's own files (:func:`port_paths`, :func:`port_json_changed`)
+    changed since its row's engine commit."""
     rows = {r["name"]: r for r in board["ports"]}
     out = [f"{p.name}: not on the board" for p in ports if p.name not in rows]
-    dirs = {p.name: p.directory for p in ports}
+    dirs = {p.name: p.directory.relative_to(root) for p in ports}
     for name, row in rows.items():
         engine = (row.get("run") or {}).get("engine")
         if not engine or engine.endswith("+") or engine == "unknown":
             out.append(f"{name}: its row records {'no engine commit' if not engine else 'engine ' + engine}")
             continue
-        paths = list(ENGINE_PATHS) + (port_paths(dirs[name].relative_to(root)) if name in dirs else [])
+        paths = list(ENGINE_PATHS) + (port_paths(dirs[name]) if name in dirs else [])
         proc = subprocess.run(["git", "-C", str(root), "log", "--format=%h %s", f"{engine}..HEAD", "--", *paths],
                               capture_output=True, text=True, timeout=60)
         if proc.returncode != 0:
@@ -256,6 +280,8 @@ def stale_rows(board: dict, ports: list[Port], root: Path) -> list[str]:
             commits = proc.stdout.strip().splitlines()
             out.append(f"{name}: engine {engine}, and {len(commits)} later commit(s) change what judges it "
                        f"(newest: {commits[0][:100]})")
+        elif name in dirs and (why := port_json_changed(root, dirs[name], engine)):
+            out.append(f"{name}: engine {engine}, and {why}")
     return out
 
 
