@@ -96,19 +96,37 @@ def md_code(s: str) -> str:
     return f"{fence}{s}{fence}" if s.strip() else f"{fence}{s!r}{fence}"
 
 
+#: Longest input or answer an upstream note quotes whole; past it the note quotes the start
+#: and says how long it is (a case not shrunk small, e.g. a piece case met inside a long text).
+NOTE_CLIP = 240
+
+
+def clip(rendered: str, limit: int = NOTE_CLIP) -> str:
+    """``rendered`` whole, or its first ``limit`` characters and how long it is.
+
+    >>> clip("[1, 2, 3]")
+    '[1, 2, 3]'
+    >>> print(clip("x" * 10, 4))
+    xxxx… (10 characters in all; the port's report has it whole)
+    """
+    if len(rendered) <= limit:
+        return rendered
+    return f"{rendered[:limit]}… ({len(rendered)} characters in all; the port's report has it whole)"
+
+
 def example_input(ex: dict) -> str:
-    """The minimal example's input, readable: a text (repr) or the ids given."""
+    """The minimal example's input, readable: a text (repr) or the ids given; clipped."""
     if ex.get("check") in ("decode", "piece"):
-        return f"ids {ex.get('reference_ids')}"
-    return render_token(ex.get("text", "").encode("utf-8", "surrogatepass"))
+        return clip(f"ids {ex.get('reference_ids')}")
+    return clip(render_token(ex.get("text", "").encode("utf-8", "surrogatepass")))
 
 
 def example_sides(ex: dict) -> tuple[str, str]:
-    """(llama.cpp's answer, the port's) for the minimal example."""
+    """(llama.cpp's answer, the port's) for the minimal example; clipped."""
     if ex.get("check") in ("decode", "piece"):
-        return (render_token(bytes.fromhex(ex.get("reference_bytes_hex", ""))),
-                render_token(bytes.fromhex(ex.get("port_bytes_hex", ""))))
-    return str(ex.get("reference_ids")), str(ex.get("port_ids"))
+        return (clip(render_token(bytes.fromhex(ex.get("reference_bytes_hex", "")))),
+                clip(render_token(bytes.fromhex(ex.get("port_bytes_hex", "")))))
+    return clip(str(ex.get("reference_ids"))), clip(str(ex.get("port_ids")))
 
 
 def example_flags(ex: dict) -> str:
