@@ -225,7 +225,10 @@ ENGINE_PATHS = ("harness", "reference", "pyproject.toml",
                     "harness/reports/pindiff.py", "harness/bench", "harness/fuzz", "harness/coverage",
                     "harness/remote", "harness/mergecmd.py", "harness/pindiff.py", "harness/chatcheck.py",
                     "harness/engine/chatdiff.py", "harness/protocol/chat.py", "reference/chat.py",
-                    "reference/chat_shim.cpp", "reference/pin.py")))
+                    "reference/chat_shim.cpp", "reference/pin.py",
+                    # the harness port's own server and its chat renderer: PORT=harness runs them,
+                    # a scoreboard port's run never does
+                    "harness/tokenizer/serve.py", "harness/chat")))
 
 
 #: port.json keys that name programs the engine never runs (the adapter check's and the chat
