@@ -337,6 +337,8 @@ def html_page(board: dict) -> str:
                + "".join(f"<td>{e(tally(p))}</td>" for p in ports) + "</tr>",
                "<tr><th>causes</th>" + "".join(f"<td class='share'>{len(p.get('causes', []))}</td>" for p in ports)
                + "</tr>",
+               "<tr><th>adapter check</th>" + "".join(f"<td>{e(adapter_cell(p.get('adapter')))}</td>" for p in ports)
+               + "</tr>",
                "<tr><th>chat</th>" + "".join(f"<td>{e(_chat_cell(p.get('chat')))}</td>" for p in ports) + "</tr>"]
     summary += [f"<tr><th class='type'>{e(t)} ({len(vs)})</th>" + "".join(_type_cell(p, vs) for p in ports) + "</tr>"
                 for t, vs in groups.items()]
@@ -369,6 +371,36 @@ def _chat_cell(chat: dict | None) -> str:
     return f"{agree}/{len(chat['cases'])} agree"
 
 
+def adapter_cell(check: dict | None) -> str:
+    """``3810/3810 equal``, or why there is no figure.
+
+    >>> adapter_cell({"checked": True, "requests": 9, "equal": 8})
+    '8/9 equal'
+    >>> adapter_cell({"checked": False, "why": "the port has no direct program (port.json 'direct')"})
+    'no direct program'
+    """
+    if not check:
+        return "not run"
+    if not check["checked"]:
+        why = check.get("why", "")
+        return "no direct program" if "no direct program" in why else f"not checked: {why[:80]}"
+    return f"{check['equal']}/{check['requests']} equal"
+
+
+def row_engines(board: dict) -> str:
+    """Which engine commits ran the rows (a snapshot refreshed a few ports at a time mixes them).
+
+    >>> row_engines({"ports": [{"run": {"engine": "a"}}, {"run": {"engine": "b"}}, {"run": {"engine": "a"}}, {}]})
+    'a (2 ports), b (1 port), none (1 port: not run)'
+    """
+    counts: dict[str, int] = {}
+    for p in board["ports"]:
+        engine = (p.get("run") or {}).get("engine") or "none"
+        counts[engine] = counts.get(engine, 0) + 1
+    return ", ".join(f"{k} ({n} port{'s' if n > 1 else ''}{': not run' if k == 'none' else ''})"
+                     for k, n in counts.items())
+
+
 def _grid_cell(p: dict, v: str) -> str:
     """One grid cell: the outcome and causes, linked to the port's conformance.html."""
     e = html.escape
@@ -389,14 +421,18 @@ def readme_block(board: dict) -> str:
     """The README's table: one row per port, from the snapshot."""
     h = board["header"]
     lines = [README_BEGIN, "",
-             f"Pin {h.get('pin')}, engine {h.get('engine') or 'not recorded'}, generated {h.get('generated')} "
+             f"Pin {h.get('pin')}; rows run on engine {row_engines(board)}; summarised {h.get('generated')} "
              f"({h.get('machine')}; {run_options(h)} per port; {timing(h)}). "
-             "Details, causes and minimal examples: [docs/scoreboard.md](docs/scoreboard.md).", "",
-             "| port | language | package | bundles llama.cpp | vocabs | causes |", "|---|---|---|---|---|---|"]
+             "Details, causes and minimal examples: [docs/scoreboard.md](docs/scoreboard.md). "
+             "*adapter check*: the port's serve against the package called directly, answers equal; "
+             "*chat*: its chat program against llama.cpp's rendering and prompt ids.", "",
+             "| port | language | package | bundles llama.cpp | vocabs | causes | adapter check | chat |",
+             "|---|---|---|---|---|---|---|---|"]
     for p in board["ports"]:
         bundles = (p.get("bundles_llama_cpp") or "no").split(":")[0].split(" (")[0]
         lines.append(f"| {p['name']} | {p['language']} | {package_label(p)} | {bundles} | "
-                     f"{tally(p)} | {len(p.get('causes', []))} |")
+                     f"{tally(p)} | {len(p.get('causes', []))} | {adapter_cell(p.get('adapter'))} | "
+                     f"{_chat_cell(p.get('chat'))} |")
     return "\n".join(lines + ["", README_END])
 
 
