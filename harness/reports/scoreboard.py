@@ -390,15 +390,16 @@ def adapter_cell(check: dict | None) -> str:
 def row_engines(board: dict) -> str:
     """Which engine commits ran the rows (a snapshot refreshed a few ports at a time mixes them).
 
-    >>> row_engines({"ports": [{"run": {"engine": "a"}}, {"run": {"engine": "b"}}, {"run": {"engine": "a"}}, {}]})
-    'a (2 ports), b (1 port), none (1 port: not run)'
+    >>> row_engines({"ports": [{"run": {"engine": "a"}}, {"run": {"engine": "b"}}, {"run": {"engine": "a"}},
+    ...                        {"run": {}}, {"run": None}]})
+    'a (2 ports), b (1 port), not recorded (1 port), no run (1 port)'
     """
     counts: dict[str, int] = {}
     for p in board["ports"]:
-        engine = (p.get("run") or {}).get("engine") or "none"
+        run = p.get("run")
+        engine = "no run" if not isinstance(run, dict) else run.get("engine") or "not recorded"
         counts[engine] = counts.get(engine, 0) + 1
-    return ", ".join(f"{k} ({n} port{'s' if n > 1 else ''}{': not run' if k == 'none' else ''})"
-                     for k, n in counts.items())
+    return ", ".join(f"{k} ({n} port{'s' if n > 1 else ''})" for k, n in counts.items())
 
 
 def _grid_cell(p: dict, v: str) -> str:
