@@ -300,6 +300,35 @@ def test_the_adapter_check_finds_logic_that_is_not_the_packages(tmp_path):
     assert check_adapter(dataclasses.replace(port, direct=""), vocab_path)["checked"] is False
 
 
+def test_an_adapter_check_alone_sets_that_rows_check_and_keeps_the_rest(tmp_path, capsys):
+    # make scoreboard PORTS=x ADAPTER_ONLY=1 SNAPSHOT=1: the snapshot's row for x takes the new
+    # check; its cells, causes and engine, and every other row, stay as they were.
+    d = _port(tmp_path / "ports", "python", "sentencepiece")
+    (d / "direct").write_text((d / "serve").read_text().replace("faulty_port.py", "faulty_port.py --bugs digits"))
+    (d / "direct").chmod(0o755)
+    (d / "port.json").write_text(json.dumps(dict(json.loads((d / "port.json").read_text()), direct="direct --vocab {vocab}")))
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "scoreboard.json").write_text((REPO / "docs" / "scoreboard.json").read_text(encoding="utf-8"), encoding="utf-8")
+    before = json.loads((docs / "scoreboard.json").read_text())
+    argv = ["--adapter-only", "--snapshot", "--ports", "sentencepiece", "--ports-root", str(tmp_path / "ports"),
+            "--docs", str(docs), "--out", str(tmp_path / "out"), "--vocabs", "llama-spm"]
+    assert board.main(argv) == 1  # serve has no digits bug, direct has: answers differ
+    after = json.loads((docs / "scoreboard.json").read_text())
+    [old] = [r for r in before["ports"] if r["name"] == "sentencepiece"]
+    [new] = [r for r in after["ports"] if r["name"] == "sentencepiece"]
+    assert new["adapter"]["checked"] and new["adapter"]["equal"] < new["adapter"]["requests"]
+    assert {k: v for k, v in new.items() if k != "adapter"} == {k: v for k, v in old.items() if k != "adapter"}
+    assert [r for r in after["ports"] if r["name"] != "sentencepiece"] == [r for r in before["ports"] if r["name"] != "sentencepiece"]
+    assert "answers differ" in (docs / "scoreboard.md").read_text() and "answers differ" in capsys.readouterr().err
+    (d / "direct").write_text((d / "serve").read_text())
+    assert board.main(argv) == 0
+    [new] = [r for r in json.loads((docs / "scoreboard.json").read_text())["ports"] if r["name"] == "sentencepiece"]
+    assert new["adapter"]["equal"] == new["adapter"]["requests"]
+    with pytest.raises(HarnessError, match="no row for nowhere"):
+        board.with_checks(docs, {"nowhere": {"checked": False, "why": "x"}})
+
+
 @pytest.mark.reference
 def test_a_ports_chat_program_is_checked_and_its_disagreements_listed(tmp_path):
     # The chat program is llama.cpp's own (reference serve): every case agrees; a chat program

@@ -44,7 +44,8 @@ import time
 from pathlib import Path
 
 from harness.errors import HarnessError
-from harness.reports.scoreboard import README_BEGIN, html_page, json_text, markdown, readme_block, replace_block
+from harness.reports.scoreboard import (README_BEGIN, adapter_line, html_page, json_text, markdown, readme_block,
+                                        replace_block)
 from harness.scoreboard import drift
 from harness.scoreboard.adapter import VOCABS as ADAPTER_VOCABS, check_adapter
 from harness.scoreboard.build import build_port
@@ -326,6 +327,9 @@ def parse_args(argv):
                    help="build and run nothing: summarise what the last runs left in OUT/scoreboard/")
     p.add_argument("--adapter-check", action="store_true",
                    help="with --no-run: run each port's adapter check again (its built serve and direct) into its steps.json")
+    p.add_argument("--adapter-only", action="store_true",
+                   help="build each port and run its adapter check, nothing else; with --snapshot, set those "
+                   "rows' adapter check in DOCS/scoreboard.json and keep the rest of each row")
     p.add_argument("--docs", default="docs", help="where pin-diff reports and the snapshot live")
     p.add_argument("--snapshot", action="store_true", help="also copy scoreboard.json/.md into --docs")
     p.add_argument("--readme", metavar="FILE", help="run nothing: rewrite FILE's scoreboard table from "
@@ -344,6 +348,8 @@ def main(argv: list[str] | None = None) -> int:
                       check=bool(args.check_readme))
     if args.check_fresh:
         return check_fresh(Path(args.docs) / "scoreboard.json", Path(args.ports_root))
+    if args.adapter_only:
+        return adapter_only(select(discover(Path(args.ports_root)), args.ports), Path(args.out), args)
     from reference.vocabs import names
     ports = select(discover(Path(args.ports_root)), args.ports)
     vocabs = sorted(args.vocabs or names())
@@ -364,6 +370,59 @@ def main(argv: list[str] | None = None) -> int:
             (Path(args.docs) / f"scoreboard.{ext}").write_text(portable(text), encoding="utf-8")
         say(f"snapshot in {args.docs}/scoreboard.json, .md")
     return 0
+
+
+def adapter_only(ports: list[Port], out: Path, args) -> int:
+    """``--adapter-only``: build each port and run its adapter check (into its steps.json when a
+    run left one); with ``--snapshot``, those rows of DOCS/scoreboard.json take the new check and
+    keep their cells, causes and engine: the check compares the port with its package and never
+    runs the engine, so a row stays as fresh as it was. 0, or 1 when a check found answers that
+    differ or could not run.
+
+    ``make scoreboard PORTS=x ADAPTER_ONLY=1 SNAPSHOT=1 && make scoreboard-readme``
+    """
+    checks = {}
+    for port in ports:
+        pdir = out / "scoreboard" / port.name
+        pdir.mkdir(parents=True, exist_ok=True)
+        built = build_port(port.directory, port.build, pdir / "build.log")
+        say(f"[{port.name}] build {'ok' if built.ok else 'FAILED'} in {built.seconds:.0f} s {built.reason}")
+        checks[port.name] = (adapter_check(port, args) if built.ok
+                             else {"checked": False, "why": f"build failed: {built.reason}"})
+        if (pdir / "steps.json").is_file():
+            steps = json.loads((pdir / "steps.json").read_text(encoding="utf-8"))
+            (pdir / "steps.json").write_text(json.dumps(dict(steps, adapter=checks[port.name]), indent=1),
+                                             encoding="utf-8")
+    for name, check in checks.items():
+        say(f"[{name}] {adapter_line(check)}")
+    if args.snapshot:
+        with_checks(Path(args.docs), checks)
+    return 1 if any(p.direct and not agrees(checks[p.name]) for p in ports) else 0
+
+
+def agrees(check: dict) -> bool:
+    """An adapter check that ran and found every answer equal."""
+    return bool(check.get("checked")) and check["equal"] == check["requests"]
+
+
+def with_checks(docs: Path, checks: dict[str, dict]) -> None:
+    """DOCS/scoreboard.json and .md with ``checks`` as those rows' adapter checks."""
+    snapshot = docs / "scoreboard.json"
+    try:
+        board = json.loads(snapshot.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise HarnessError(f"{snapshot}: cannot read the snapshot to set adapter checks in ({e}); "
+                           "run make scoreboard SNAPSHOT=1 first") from e
+    missing = sorted(set(checks) - {r["name"] for r in board["ports"]})
+    if missing:
+        raise HarnessError(f"{snapshot}: no row for {', '.join(missing)}; run make scoreboard "
+                           f"PORTS=\"{' '.join(missing)}\" SNAPSHOT=1 to add one")
+    for row in board["ports"]:
+        if row["name"] in checks:
+            row["adapter"] = checks[row["name"]]
+    snapshot.write_text(portable(json_text(board)), encoding="utf-8")
+    (docs / "scoreboard.md").write_text(portable(markdown(board)), encoding="utf-8")
+    say(f"adapter checks of {', '.join(checks)} set in {snapshot} and scoreboard.md")
 
 
 def check_fresh(snapshot: Path, ports_root: Path) -> int:
