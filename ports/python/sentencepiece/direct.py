@@ -4,8 +4,9 @@ A second program beside ``serve.py`` sharing no code with it (harness/scoreboard
 it answers the same JSON-lines requests with sentencepiece's documented Python API and
 nothing else. sentencepiece loads a model from a serialized ``ModelProto``
 (``SentencePieceProcessor(model_proto=...)``, python/README.md); a GGUF holds the model's
-pieces, scores and types, so the proto is filled from those and every field the GGUF does not
-hold keeps ``sentencepiece_model.proto``'s default. Then, from the README:
+pieces, scores and types, so the proto is filled from those; the normalizer, which the GGUF does
+not hold, is the one of the model the GGUF was converted from (identity, whitespace kept), and
+every other field keeps ``sentencepiece_model.proto``'s default. Then, from the README:
 
 * ``sp.encode(text, out_type=int, add_bos=..., add_eos=...)``; add_special passes the GGUF's
   ``add_bos_token``/``add_eos_token`` (absent: unsupported, the package has no say);
@@ -52,6 +53,11 @@ class Direct:
         space = gguf_field(r, "tokenizer.ggml.add_space_prefix")
         if space is not None:
             m.normalizer_spec.add_dummy_prefix = space
+        # The GGUF holds no normalizer: it takes the values of the SentencePiece model a llama-spm
+        # GGUF is converted from (LLaMA's tokenizer.model: identity, extra whitespace kept), not
+        # the proto's trainer defaults (nmt_nfkc, extra whitespace removed), which no such model has.
+        m.normalizer_spec.name = "identity"
+        m.normalizer_spec.remove_extra_whitespaces = False
         self.sp = spm.SentencePieceProcessor(model_proto=m.SerializeToString())
         self.add_bos = gguf_field(r, "tokenizer.ggml.add_bos_token")
         self.add_eos = gguf_field(r, "tokenizer.ggml.add_eos_token")
