@@ -151,6 +151,12 @@ def test_the_readme_table_is_generated_from_the_snapshot():
     assert code == 0, "README.md's scoreboard table is stale: run `make scoreboard-readme`"
 
 
+def test_the_snapshot_is_as_new_as_the_engine_code_it_summarises(capsys):
+    # Every row ran on engine code (ENGINE_PATHS) and port files no later commit changed.
+    code = board.main(["--check-fresh", "--docs", str(REPO / "docs"), "--ports-root", str(REPO / "ports")])
+    assert code == 0, f"docs/scoreboard.json is stale: {capsys.readouterr().out}"
+
+
 def test_a_port_the_board_did_not_run_reads_not_checked(tmp_path):
     _port(tmp_path / "ports", "go", "later")
     [port] = discover(tmp_path / "ports")
@@ -187,6 +193,8 @@ def test_a_row_goes_stale_when_engine_code_or_its_port_changes_and_not_otherwise
     for path in ("harness/engine/causes.py", "harness/scoreboard/run.py", "harness/reports/scoreboard.py"):
         (repo / path).parent.mkdir(parents=True, exist_ok=True)
         (repo / path).write_text("# v1\n")
+    (repo / "pyproject.toml").write_text('[project]\nname = "h"\ndependencies = ["regex>=2024"]\n'
+                                         '[tool.importlinter]\nlayers = []\n')
     _git(tmp_path, "init", "-q", str(repo))
     _git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "one", "--allow-empty")
     _git(repo, "add", "-A")
@@ -215,8 +223,21 @@ def test_a_row_goes_stale_when_engine_code_or_its_port_changes_and_not_otherwise
     assert edit_port_json(direct="direct --vocab {vocab}", chat="chat") == []
     [why] = edit_port_json(serve="serve --fast --vocab {vocab}")
     assert why.endswith("ports/go/p/port.json: serve changed")
+
+    def edit_pyproject(old: str, new: str) -> list[str]:
+        path = repo / "pyproject.toml"
+        path.write_text(path.read_text().replace(old, new))
+        _git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qam", "pyproject.toml")
+        return [w for w in board.stale_rows(snapshot, ports, repo) if w.startswith("q:")]
+
+    # The chat renderer's package and the layers contract never judge a port; the engine's do.
+    assert edit_pyproject('"regex>=2024"', '"regex>=2024", "jinja2==3.1.6"') == []
+    assert edit_pyproject("layers = []", 'layers = ["harness.chat"]') == []
+    [why] = edit_pyproject('"regex>=2024"', '"regex>=2025"')
+    assert why.endswith("pyproject.toml: dependencies changed")
     _git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "x", "--allow-empty")
-    snapshot["ports"][0]["run"]["engine"] = _git(repo, "rev-parse", "--short", "HEAD")
+    for row in snapshot["ports"]:
+        row["run"]["engine"] = _git(repo, "rev-parse", "--short", "HEAD")
     [why] = change("ports/go/p/build.sh")
     assert why.startswith("p: engine ") and "change ports/go/p/build.sh" in why
     assert [w.split(":")[0] for w in change("harness/engine/causes.py")] == ["p", "q"]

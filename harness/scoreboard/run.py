@@ -220,7 +220,7 @@ def engine_commit() -> str:
 #: What decides a port's row: the engine, the oracle and the pin (git pathspecs). Rendering,
 #: the board itself and the tools that never judge a port are left out, so that changing them
 #: leaves the snapshot fresh; a port's own directory counts for its row (stale_rows).
-ENGINE_PATHS = ("harness", "reference", "pyproject.toml",
+ENGINE_PATHS = ("harness", "reference",
                 *(f":(exclude){p}" for p in (
                     "harness/scoreboard", "harness/reports/scoreboard.py", "harness/reports/diagnosis_bench.py",
                     "harness/reports/pindiff.py", "harness/bench", "harness/fuzz", "harness/coverage",
@@ -230,6 +230,46 @@ ENGINE_PATHS = ("harness", "reference", "pyproject.toml",
                     # the harness port's own server and its chat renderer: PORT=harness runs them,
                     # a scoreboard port's run never does
                     "harness/tokenizer/serve.py", "harness/chat")))
+
+
+#: Packages the engine never imports (the harness port's chat renderer's): pyproject.toml may
+#: add, drop or move them and every row stays fresh.
+UNJUDGED_PACKAGES = ("jinja2",)
+
+
+def judged_project(text: str) -> dict:
+    """What of a pyproject.toml judges a port: ``requires-python`` and the dependencies but
+    :data:`UNJUDGED_PACKAGES`. Its tools' settings (the layers contract, pytest's options), scripts
+    and metadata never change an answer.
+
+    >>> judged_project('[project]\\nrequires-python = ">=3.11"\\ndependencies = ["regex>=2024", "jinja2==3.1.6"]')
+    {'requires-python': '>=3.11', 'dependencies': ['regex>=2024']}
+    """
+    import re
+    import tomllib
+    project = tomllib.loads(text).get("project", {})
+    name = re.compile(r"[A-Za-z0-9_.-]+")
+    deps = [d for d in project.get("dependencies", [])
+            if name.match(d).group(0).lower() not in UNJUDGED_PACKAGES]
+    return {"requires-python": project.get("requires-python"), "dependencies": deps}
+
+
+def pyproject_changed(root: Path, engine: str) -> str | None:
+    """Why pyproject.toml at ``engine`` judges differently from the one checked out (None when
+    only what :func:`judged_project` leaves out differs, or neither has one)."""
+    proc = subprocess.run(["git", "-C", str(root), "show", f"{engine}:pyproject.toml"],
+                          capture_output=True, text=True, timeout=60)
+    path = root / "pyproject.toml"
+    then = proc.stdout if proc.returncode == 0 else None
+    now = path.read_text(encoding="utf-8") if path.is_file() else None
+    if then is None or now is None:
+        return None if then == now else f"pyproject.toml is {'new since' if then is None else 'gone since'} engine {engine}"
+    try:
+        then, now = judged_project(then), judged_project(now)
+    except ValueError as e:
+        return f"pyproject.toml does not read as TOML ({e})"
+    keys = [k for k in now if then[k] != now[k]]
+    return f"pyproject.toml: {', '.join(keys)} changed" if keys else None
 
 
 #: port.json keys that name programs the engine never runs (the adapter check's and the chat
@@ -265,8 +305,8 @@ def port_json_changed(root: Path, directory: Path, engine: str) -> str | None:
 def stale_rows(board: dict, ports: list[Port], root: Path) -> list[str]:
     """Why each stale row of a snapshot is stale ([] when the board is fresh): a port with no
     row, a row with no engine commit or one made with uncommitted changes, or engine code
-    (:data:`ENGINE_PATHS`) or the port's own files (:func:`port_paths`, :func:`port_json_changed`)
-    changed since its row's engine commit."""
+    (:data:`ENGINE_PATHS`, :func:`pyproject_changed`) or the port's own files (:func:`port_paths`,
+    :func:`port_json_changed`) changed since its row's engine commit."""
     rows = {r["name"]: r for r in board["ports"]}
     out = [f"{p.name}: not on the board" for p in ports if p.name not in rows]
     dirs = {p.name: p.directory.relative_to(root) for p in ports}
@@ -285,6 +325,8 @@ def stale_rows(board: dict, ports: list[Port], root: Path) -> list[str]:
             out.append(f"{name}: engine {engine}, and {len(commits)} later commit(s) change what judges it "
                        f"(newest: {commits[0][:100]})")
         elif name in dirs and (why := port_json_changed(root, dirs[name], engine)):
+            out.append(f"{name}: engine {engine}, and {why}")
+        elif why := pyproject_changed(root, engine):
             out.append(f"{name}: engine {engine}, and {why}")
     return out
 
