@@ -248,6 +248,9 @@ class LlamaEnvironment(jinja2.Environment):
     """Jinja2 with llama.cpp's semantics: attribute lookup, for loops, stats for the caps probes."""
 
     def getattr(self, obj, attribute):
+        if isinstance(obj, jinja2.Undefined) and attribute in ON_UNDEFINED:  # undefined.items() is [] there
+            empty = ON_UNDEFINED[attribute]
+            return lambda *a, **k: list(empty) if isinstance(empty, tuple) else empty
         if isinstance(obj, str) and not isinstance(obj, jinja2.Undefined):
             fn = STRING_METHODS.get(attribute)
             return self._used(obj, attribute, (lambda *a, **k: fn(obj, *a, **k)) if fn else self.undefined(obj=obj))
