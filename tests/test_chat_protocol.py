@@ -1,6 +1,6 @@
 """The ``chat`` op of the port protocol (harness/protocol/chat.py): the server loop's request
 checks and answer shapes over fake backends, the client's guards over scripted ports, the
-harness port's honest ``unsupported``, and ``python -m reference serve`` (PORT=llama.cpp)
+harness port's answers (its renderer, or ``unsupported`` naming what it does not render), and ``python -m reference serve`` (PORT=llama.cpp)
 answering from the chat reference."""
 
 from __future__ import annotations
@@ -130,7 +130,7 @@ def test_a_malformed_chat_answer_takes_the_port_down(tmp_path, answer):
         port.close()
 
 
-# --- the two servers: the harness port (not yet) and llama.cpp (the reference) ----------------
+# --- the two servers: the harness port and llama.cpp (the reference) ----------------
 
 
 def _serve(argv: list[str], requests: list[dict]) -> list[dict]:
@@ -140,12 +140,21 @@ def _serve(argv: list[str], requests: list[dict]) -> list[dict]:
     return [json.loads(line) for line in proc.stdout.splitlines()]
 
 
-def test_the_harness_port_answers_chat_unsupported_never_a_guess():
+def test_the_harness_port_answers_chat_or_names_what_it_does_not_render():
     from reference.vocabs import vocab_path
     path = require(vocab_path, "qwen2")
     out = _serve([sys.executable, "-m", "harness", "serve", "--vocab", str(path)],
-                 [{"op": "chat", "messages": HI, "add_generation_prompt": True}])
-    assert out == [{"error": "unsupported: chat (the harness's own renderer is not built yet)"}]
+                 [{"op": "chat", "messages": HI, "add_generation_prompt": True},
+                  {"op": "chat", "messages": HI, "builtin": True},
+                  {"op": "chat", "template": "{{ raise_exception('no') }}", "messages": HI}])
+    from reference import chat
+    from reference.inproc import load_reference
+    require(chat.chat_library)
+    expected = chat.render(None, HI, add_generation_prompt=True, vocab=load_reference(path))
+    assert out[0] == {"text": expected.text, "ids": expected.ids}
+    assert out[0]["text"].endswith("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n")
+    assert out[1]["error"].startswith("unsupported: chat with builtin=true")
+    assert out[2] == {"raised": "Jinja Exception: no"}
 
 
 def test_llama_cpp_as_a_port_answers_chat_from_the_reference(inproc):

@@ -29,16 +29,51 @@ class TokenizerBackend:
     def info(self) -> dict:
         return {"vocab_type": self.tok.vocab.vocab_type, "pre_type": self.tok.vocab.pre_type}
 
-    def chat(self, template, messages, **_options):
-        """The ``chat`` op: not yet. The harness's own chat renderer (issue 32) is not
-        built, so every request is answered ``unsupported``, never a guess.
+    def chat(self, template, messages, *, tools=None, add_generation_prompt=False, kwargs=None, builtin=False):
+        """The ``chat`` op: the harness renderer (:mod:`harness.chat.render`, llama-server's
+        ``common_chat_templates_apply`` in Python), then llama-server's prompt ids: the whole
+        prompt tokenized with add_special and parse_special true. A request llama.cpp refuses
+        answers ``raised``; what the renderer does not cover raises NotImplementedError
+        (``unsupported``), naming it.
 
-        >>> TokenizerBackend.chat(None, None, [])
+        >>> TokenizerBackend.chat(None, None, [], builtin=True)
         Traceback (most recent call last):
         ...
-        NotImplementedError: chat (the harness's own renderer is not built yet)
+        NotImplementedError: chat with builtin=true (llama.cpp's built-in formats, src/llama-chat.cpp, are not ported)
         """
-        raise NotImplementedError("chat (the harness's own renderer is not built yet)")
+        from harness.chat.render import ChatRaised, ChatUnsupported, render
+        from harness.protocol.chat import ChatAnswer
+        if builtin:
+            raise NotImplementedError("chat with builtin=true (llama.cpp's built-in formats, src/llama-chat.cpp, "
+                                      "are not ported)")
+        v = self.tok.vocab
+        try:
+            prompt = render(self._template(template, tools), messages, tools=tools,
+                            add_generation_prompt=add_generation_prompt, kwargs=kwargs, bos_token=self._text(v.bos),
+                            eos_token=self._text(v.eos), add_bos=v.add_bos, add_eos=v.add_eos)
+        except ChatRaised as e:
+            return ChatAnswer(raised=str(e))
+        except ChatUnsupported as e:
+            raise NotImplementedError(str(e)) from None
+        data = prompt.text.encode("utf-8", "surrogatepass")
+        return ChatAnswer(data, self.tok.encode(data, add_special=True, parse_special=True))
+
+    def _text(self, token_id) -> str:
+        """A special token's text as ``common_token_to_piece(vocab, id, true)``; "" without the token."""
+        return "" if token_id is None else self.tok.token_to_piece(token_id, special=True).decode("utf-8", "replace")
+
+    def _template(self, template: str | None, tools) -> str:
+        """The request's template, else the vocab's (its ``tool_use`` variant when tools are given), as
+        ``common_chat_templates_init`` and ``common_chat_templates_apply_jinja`` choose; "" is chatml."""
+        if template:
+            return template
+        from harness.tokenizer.gguf.reader import GGUFReader
+        with GGUFReader(self.tok.vocab.path) as reader:
+            default = reader.fields.get("tokenizer.chat_template") or ""
+            tool_use = reader.fields.get("tokenizer.chat_template.tool_use") or ""
+        if tools and tool_use:
+            return tool_use
+        return default or tool_use
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,338 @@
+"""A Jinja2 environment that renders chat templates as llama.cpp's own engine (common/jinja/) does.
+
+Every Python port renders chat templates with Jinja2; llama.cpp does not, it has its own
+engine. :func:`environment` configures and extends Jinja2 so that each place where the two
+differ follows llama.cpp (README, "Chat templates: the harness renderer", lists each one
+with the llama.cpp source that decides it):
+
+- whitespace: ``trim_blocks`` and ``lstrip_blocks`` on, one trailing newline dropped
+  (common/jinja/lexer.cpp, "default config for chat template");
+- ``tojson``: insertion order, ``", "``/``": "`` separators, no HTML escaping, no ASCII
+  escaping unless asked (common/jinja/value.cpp, ``tojson`` and ``value_to_json``);
+- string methods and filters: only llama.cpp's (``strip``, ``split``, ``upper``, ...), with
+  its byte-wise ASCII semantics (common/jinja/string.cpp, value.cpp ``value_string_t``);
+- undefined: a member of an undefined value is undefined, never an error (runtime.cpp,
+  ``member_expression``); a ``for`` over a string raises, a ``for`` over a dict gives keys
+  or (two names) pairs (runtime.cpp, ``for_statement``);
+- globals: ``raise_exception`` raises ``Jinja Exception: <msg>``, ``strftime_now`` formats
+  local time (value.cpp, ``global_builtins``); ``break``/``continue`` are statements.
+
+>>> environment().from_string("{% for m in messages %}\\n  {{ m.content | tojson }}\\n{% endfor %}").render(
+...     messages=[{"content": "é<"}])
+'  "é<"\\n'
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import jinja2
+import jinja2.ext
+from jinja2 import nodes
+from jinja2.ext import loopcontrols
+
+from harness.chat.stats import Stats, tracked_iter
+from harness.errors import HarnessError
+
+
+class TemplateRaised(HarnessError):
+    """The template raised while rendering (``raise_exception`` or an error llama.cpp's engine raises too)."""
+
+
+_SPACE = " \t\n\v\f\r"  # C isspace in the C locale: llama.cpp strips and title-cases on these bytes only
+
+
+def _ascii(fn, s: str) -> str:
+    """``fn`` applied to the ASCII letters of ``s`` only (llama.cpp's ``::toupper`` on bytes).
+
+    >>> _ascii(str.upper, "éa")
+    'éA'
+    """
+    return "".join(fn(c) if c.isascii() else c for c in s)
+
+
+def _title(s: str) -> str:
+    """llama.cpp's ``titlecase``: a letter after C whitespace is upper-cased, every other one lowered.
+
+    >>> _title("hello wORLD-x")
+    'Hello World-x'
+    """
+    out, up = [], True
+    for c in s:
+        if c in _SPACE:
+            out.append(c)
+            up = True
+        else:
+            out.append(_ascii(str.upper if up else str.lower, c))
+            up = False
+    return "".join(out)
+
+
+def _capitalize(s: str) -> str:
+    """llama.cpp's ``capitalize``: the first byte upper-cased, the rest lowered (ASCII only).
+
+    >>> _capitalize("hELLO")
+    'Hello'
+    """
+    return _ascii(str.upper, s[:1]) + _ascii(str.lower, s[1:])
+
+
+def _strip(s: str, chars=None, left=True, right=True) -> str:
+    """llama.cpp's ``strip``: C whitespace (or ``chars``) off the ends.
+
+    >>> _strip("\\u3000 a \\n")
+    '\\u3000 a'
+    """
+    chars = _SPACE if chars is None or isinstance(chars, jinja2.Undefined) else str(chars)
+    if left:
+        s = s.lstrip(chars)
+    return s.rstrip(chars) if right else s
+
+
+def _split(s: str, sep=" ", maxsplit=-1) -> list:
+    """llama.cpp's ``split``: no separator means one space, not Python's runs of whitespace.
+
+    >>> _split("a  b")
+    ['a', '', 'b']
+    """
+    if sep == "":
+        raise TemplateRaised("empty separator")
+    return s.split(sep, maxsplit)
+
+
+def _rsplit(s: str, sep=" ", maxsplit=-1) -> list:
+    if sep == "":
+        raise TemplateRaised("empty separator")
+    return s.rsplit(sep, maxsplit)
+
+
+def _string_only(name):
+    def check(*args):
+        if not all(isinstance(a, str) for a in args):
+            raise TemplateRaised(f"{name}: expected string arguments, got {args!r:.80}")
+        return getattr(str, name)(*args)
+    return check
+
+
+#: The string methods llama.cpp's engine has (value.cpp, value_string_t::get_builtins); any
+#: other name is undefined there (calling it raises).
+STRING_METHODS = {
+    "upper": lambda s: _ascii(str.upper, s), "lower": lambda s: _ascii(str.lower, s),
+    "strip": lambda s, chars=None: _strip(s, chars), "lstrip": lambda s, chars=None: _strip(s, chars, right=False),
+    "rstrip": lambda s, chars=None: _strip(s, chars, left=False), "title": _title, "capitalize": _capitalize,
+    "startswith": _string_only("startswith"), "endswith": _string_only("endswith"), "split": _split,
+    "rsplit": _rsplit, "replace": lambda s, old, new, count=-1: s.replace(old, new, count if count > 0 else -1),
+    "length": lambda s: len(s.encode("utf-8")),
+}
+#: dict methods llama.cpp's objects have (value_object_t::get_builtins); ``obj.name`` prefers them to a key.
+DICT_METHODS = ("get", "keys", "values", "items")
+LIST_METHODS = ("append", "pop", "sort", "reverse", "index")
+
+
+def _json(value, indent, item_sep, key_sep, level=0) -> str:
+    """llama.cpp's ``value_to_json``: insertion order, its separators, floats as ``ostream`` prints them."""
+    pad = "\n" + " " * (indent * (level + 1)) if indent is not None else ""
+    end = "\n" + " " * (indent * level) if indent is not None else ""
+    if value is None or isinstance(value, jinja2.Undefined):
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, dict):
+        items = [_json(str(k), None, item_sep, key_sep) + key_sep + _json(v, indent, item_sep, key_sep, level + 1)
+                 for k, v in value.items()]
+    elif isinstance(value, (list, tuple)) or hasattr(value, "__next__"):  # a filter's generator is a list there
+        items = [_json(v, indent, item_sep, key_sep, level + 1) for v in value]
+    else:
+        return "null"
+    open_, close = ("{", "}") if isinstance(value, dict) else ("[", "]")
+    return open_ + (pad + (item_sep + pad).join(items) + end if items else "") + close
+
+
+def tojson(value, ensure_ascii=False, indent=None, separators=None, sort_keys=False) -> str:
+    """llama.cpp's ``tojson`` filter (value.cpp): no sorting (``sort_keys`` raises), no HTML escaping.
+
+    >>> tojson({"b": 1, "a": [1.5, "é"]})
+    '{"b": 1, "a": [1.5, "é"]}'
+    >>> tojson({"a": 1}, indent=2)
+    '{\\n  "a": 1\\n}'
+    """
+    if sort_keys:
+        raise TemplateRaised("tojson sort_keys=true not implemented")
+    Stats.mark_deep(value)
+    indent = indent if isinstance(indent, int) and not isinstance(indent, bool) else None
+    seps = list(separators) if isinstance(separators, (list, tuple)) else []
+    item_sep = seps[0] if seps else (", " if indent is None else ",")
+    key_sep = seps[1] if len(seps) > 1 else ": "
+    out = _json(value, indent, item_sep, key_sep)
+    return out.encode("ascii", "backslashreplace").decode().replace("\\x", "\\u00") if ensure_ascii else out
+
+
+def to_text(value) -> str:
+    """How llama.cpp prints a value (``as_string``): floats as ``%f`` without trailing zeros.
+
+    >>> to_text(0.5), to_text(2.0), to_text(None), to_text(True)
+    ('0.5', '2.0', 'None', 'True')
+    """
+    if isinstance(value, float):
+        out = f"{value:f}".rstrip("0")
+        return out + "0" if out.endswith(".") else out
+    if isinstance(value, jinja2.Undefined):
+        return ""
+    return str(value)
+
+
+def raise_exception(message) -> None:
+    """The template's own refusal, with llama.cpp's prefix (value.cpp, global ``raise_exception``)."""
+    raise TemplateRaised(f"Jinja Exception: {message}")
+
+
+def strftime_now(fmt) -> str:
+    """Local time through C strftime, as llama.cpp's ``strftime_now``."""
+    return time.strftime(str(fmt), time.localtime())
+
+
+class GenerationBlock(jinja2.ext.Extension):
+    """``{% generation %}...{% endgeneration %}`` (transformers' assistant mask): llama.cpp's parser
+    renders the body as is (common/jinja/parser.cpp)."""
+
+    tags = {"generation"}
+
+    def parse(self, parser):
+        lineno = next(parser.stream).lineno
+        body = parser.parse_statements(("name:endgeneration",), drop_needle=True)
+        return nodes.Scope(body, lineno=lineno)
+
+
+class LlamaUndefined(jinja2.ChainableUndefined):
+    """llama.cpp's undefined: members of it are undefined, it prints nothing, it is false."""
+
+    __slots__ = ()
+
+    def __add__(self, other):
+        """``undefined + "text"`` is the text (runtime.cpp, workaround_concat_null_with_str)."""
+        if isinstance(other, str):
+            return other
+        raise TemplateRaised("Cannot perform operation + on undefined values")
+
+    __radd__ = __add__
+
+
+def llama_iter(iterable, pairs: bool = False):
+    """A ``for`` loop's sequence as llama.cpp makes it (runtime.cpp, ``for_statement``).
+
+    >>> list(llama_iter({"a": 1})), list(llama_iter({"a": 1}, pairs=True)), list(llama_iter(LlamaUndefined()))
+    (['a'], [('a', 1)], [])
+    >>> llama_iter("ab")
+    Traceback (most recent call last):
+    ...
+    harness.chat.engine.TemplateRaised: Expected iterable or object type in for loop: got String
+    """
+    if isinstance(iterable, jinja2.Undefined):
+        return []
+    tracked_iter(iterable)
+    if isinstance(iterable, dict):
+        return list(iterable.items()) if pairs else list(iterable.keys())
+    if isinstance(iterable, str):
+        raise TemplateRaised("Expected iterable or object type in for loop: got String")
+    return iterable
+
+
+class LlamaEnvironment(jinja2.Environment):
+    """Jinja2 with llama.cpp's semantics: attribute lookup, for loops, stats for the caps probes."""
+
+    def getattr(self, obj, attribute):
+        if isinstance(obj, jinja2.Undefined) and attribute in ON_UNDEFINED:  # undefined.items() is [] there
+            empty = ON_UNDEFINED[attribute]
+            return lambda *a, **k: list(empty) if isinstance(empty, tuple) else empty
+        if isinstance(obj, str) and not isinstance(obj, jinja2.Undefined):
+            fn = STRING_METHODS.get(attribute)
+            return self._used(obj, attribute, (lambda *a, **k: fn(obj, *a, **k)) if fn else self.undefined(obj=obj))
+        if isinstance(obj, dict):
+            if attribute in DICT_METHODS:
+                return self._used(obj, attribute, getattr(obj, attribute))
+            return self._item(obj, attribute)
+        if isinstance(obj, list) and attribute in LIST_METHODS:
+            return self._used(obj, attribute, getattr(obj, attribute))
+        return super().getattr(obj, attribute)
+
+    def getitem(self, obj, argument):
+        if isinstance(obj, dict):
+            return self._item(obj, argument)
+        if isinstance(obj, (list, str)) and isinstance(argument, int):
+            n = len(obj)
+            i = argument + n if argument < 0 else argument
+            return self._used(obj, "array_access", obj[i]) if 0 <= i < n else self.undefined(obj=obj)
+        if isinstance(obj, (list, str)) and not isinstance(argument, slice):
+            return self.undefined(obj=obj)  # a string or list indexed by anything else: undefined (member_expression)
+        return super().getitem(obj, argument)
+
+    def _item(self, obj: dict, key):
+        if key in obj:
+            return self._used(obj, "object_access", obj[key])
+        return self.undefined(obj=obj, name=key)
+
+    @staticmethod
+    def _used(obj, op, value):
+        Stats.mark(obj, op)
+        Stats.mark(value)
+        return value
+
+    def _parse(self, source, name, filename):
+        tree = super()._parse(source, name, filename)
+        for loop in tree.find_all(nodes.For):
+            pairs = isinstance(loop.target, nodes.Tuple)
+            loop.iter = nodes.Call(nodes.Name("__llama_iter", "load"), [loop.iter, nodes.Const(pairs)], [], None, None,
+                                   lineno=loop.lineno)
+        return tree
+
+
+#: What a filter gives for an undefined input in llama.cpp (value.cpp, value_undefined_t::get_builtins).
+ON_UNDEFINED = {**dict.fromkeys(("capitalize", "join", "lower", "replace", "safe", "string", "strip", "trim", "title",
+                                 "truncate", "upper"), ""),
+                **dict.fromkeys(("length", "sum", "wordcount"), 0),
+                **dict.fromkeys(("items", "list", "map", "reject", "rejectattr", "reverse", "select", "selectattr",
+                                 "sort", "unique"), ())}
+
+
+def _tracked(op, fn):
+    """``fn`` (a filter or a test) marking its input used, with ``op``, for the caps probes; a filter
+    of an undefined value gives llama.cpp's empty answer."""
+    def wrapped(value, *args, **kwargs):
+        Stats.mark(value, op)
+        if isinstance(value, jinja2.Undefined) and op in ON_UNDEFINED:
+            return list(ON_UNDEFINED[op]) if isinstance(ON_UNDEFINED[op], tuple) else ON_UNDEFINED[op]
+        return fn(value, *args, **kwargs)
+    wrapped.jinja_pass_arg = getattr(fn, "jinja_pass_arg", None)
+    if wrapped.jinja_pass_arg is not None:  # context/environment filters get it first: mark the value after it
+        def wrapped(first, value, *args, **kwargs):  # noqa: F811
+            Stats.mark(value, op)
+            return fn(first, value, *args, **kwargs)
+        wrapped.jinja_pass_arg = fn.jinja_pass_arg
+    return wrapped
+
+
+def _string_filter(value):
+    Stats.mark_deep(value)
+    return to_text(value)
+
+
+def environment() -> LlamaEnvironment:
+    """A fresh environment configured as llama.cpp's engine (see the module docstring)."""
+    env = LlamaEnvironment(trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=False,
+                           undefined=LlamaUndefined, extensions=[loopcontrols, GenerationBlock], finalize=to_text, autoescape=False)
+    env.filters.update({
+        "tojson": tojson, "trim": lambda s, chars=None: _strip(s, chars), "upper": STRING_METHODS["upper"],
+        "lower": STRING_METHODS["lower"], "title": _title, "capitalize": _capitalize, "string": _string_filter,
+        "safe": _string_filter,
+    })
+    env.filters.update({name: _tracked(name, fn) for name, fn in env.filters.items()})
+    env.tests.update({name: _tracked("test_is_" + name, fn) for name, fn in env.tests.items()})
+    env.globals.update({"raise_exception": raise_exception, "strftime_now": strftime_now, "__llama_iter": llama_iter})
+    return env

@@ -1,0 +1,170 @@
+"""The harness chat renderer (harness/chat/) against llama.cpp's (reference.chat.render).
+
+Every pinned models/templates/*.jinja and every vocab-carried template renders the fixed
+conversations of CONVERSATIONS through both; a case is ``exact`` (same text, and for the
+vocab templates the same prompt ids), ``both raise``, ``unsupported`` (the renderer says so,
+naming what) or ``differ``. The counts are asserted, so a regression (or a fix) shows; and
+the comparison is shown to catch an injected difference (Jinja2's defaults).
+"""
+
+from __future__ import annotations
+
+import collections
+from pathlib import Path
+
+import pytest
+
+from harness.conformance.needs import require
+from harness.errors import ChatTemplateError
+
+TOOLS = [{"type": "function", "function": {"name": "add", "description": "Add two numbers", "parameters": {
+    "type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}}}}]
+CALL = [{"id": "c1", "type": "function", "function": {"name": "add", "arguments": "{\"a\": 2, \"b\": 2}"}}]
+CONVERSATIONS = {
+    "system-user": dict(messages=[{"role": "system", "content": "Be terse."}, {"role": "user", "content": "2+2?"}]),
+    "multi-turn": dict(messages=[{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello."},
+                                 {"role": "user", "content": "What is 2+2?"}]),
+    "tool-call": dict(messages=[{"role": "user", "content": "What is 2+2?"},
+                                {"role": "assistant", "content": "", "tool_calls": CALL},
+                                {"role": "tool", "tool_call_id": "c1", "name": "add", "content": "4"}], tools=TOOLS),
+    "consecutive-users": dict(messages=[{"role": "user", "content": "one"}, {"role": "user", "content": "two"}]),
+    "special-text": dict(messages=[{"role": "user", "content": "a<|im_end|><eos></s><|end|>b"}]),
+    "empty-content": dict(messages=[{"role": "user", "content": ""}]),
+    "unicode": dict(messages=[{"role": "user", "content": "  Grüße 👋 日本語\t\n"}]),
+    "no-gen-prompt": dict(messages=[{"role": "user", "content": "Hi"}], add_generation_prompt=False),
+    "thinking-off": dict(messages=[{"role": "user", "content": "Hi"}], kwargs={"enable_thinking": False}),
+    "prefill": dict(messages=[{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "4"}]),
+}
+VOCAB_TEMPLATES = ("command-r", "gemma-4", "phi-3", "qwen2", "qwen35")
+#: Measured at 0c1e570: 70 templates x 10 conversations, text only (bos "<s>", eos "</s>").
+EXPECTED_TEMPLATES = {"exact": 533, "both raise": 6, "unsupported": 152, "differ": 9}  # differ: tencent-Hy3
+#: Measured at 0c1e570: the 5 vocab templates x 10 conversations, text and llama-server's ids.
+EXPECTED_VOCABS = {"exact": 43, "both raise": 1, "unsupported": 6}
+
+
+@pytest.fixture(scope="module")
+def ref_chat():
+    from reference import chat
+    require(chat.chat_library)
+    return chat
+
+
+def _templates() -> list[Path]:
+    from reference.lock import load
+    from reference.sources import make_source
+    return sorted((Path(make_source(load(), None).tree()) / "models" / "templates").glob("*.jinja"))
+
+
+def outcome(reference, harness) -> tuple[str, str]:
+    """(outcome, detail) of one case from the two renderers' results (a rendering, or the exception)."""
+    from harness.chat.render import ChatRaised, ChatUnsupported
+    if isinstance(harness, ChatUnsupported):
+        return "unsupported", str(harness)
+    ref_raised, got_raised = isinstance(reference, ChatTemplateError), isinstance(harness, ChatRaised)
+    if ref_raised and got_raised:
+        return "both raise", ""
+    if ref_raised or got_raised:
+        return "differ", f"llama.cpp {reference!r:.200}, harness {harness!r:.200}"
+    return ("exact", "") if reference == harness else ("differ", f"llama.cpp {reference!r:.300}\nharness {harness!r:.300}")
+
+
+def _call(fn, *args, **kwargs):
+    from harness.chat.render import ChatRaised, ChatUnsupported
+    try:
+        return fn(*args, **kwargs)
+    except (ChatTemplateError, ChatRaised, ChatUnsupported) as e:
+        return e
+
+
+def compare_templates(ref_chat, render) -> tuple[collections.Counter, list[str]]:
+    """Every pinned template x every conversation, text only; ``render`` is the harness renderer."""
+    counts, differ = collections.Counter(), []
+    for path in _templates():
+        source = path.read_text(encoding="utf-8")
+        for name, conv in CONVERSATIONS.items():
+            kw = dict(tools=conv.get("tools"), add_generation_prompt=conv.get("add_generation_prompt", True),
+                      kwargs=conv.get("kwargs"), bos_token="<s>", eos_token="</s>")
+            ref = _call(lambda: ref_chat.render(source, conv["messages"], **kw).text)
+            got = _call(lambda: render(source, conv["messages"], **kw).text)
+            kind, detail = outcome(ref, got)
+            counts[kind] += 1
+            if kind == "differ":
+                differ.append(f"{path.name} [{name}]: {detail}")
+    return counts, differ
+
+
+def test_every_pinned_template_renders_as_llama_cpp(ref_chat):
+    from harness.chat.render import render
+    counts, differ = compare_templates(ref_chat, render)
+    print("\n".join(differ))
+    assert dict(counts) == EXPECTED_TEMPLATES, "\n".join(differ)
+
+
+def test_the_vocab_templates_give_llama_servers_text_and_ids(ref_chat):
+    from harness.protocol.chat import ChatAnswer
+    from harness.tokenizer.facade import Tokenizer
+    from harness.tokenizer.serve import TokenizerBackend
+    from reference.inproc import load_reference
+    from reference.vocabs import vocab_path
+    counts, differ = collections.Counter(), []
+    for vocab in VOCAB_TEMPLATES:
+        ref = require(lambda: load_reference(vocab_path(vocab)))
+        port = TokenizerBackend(Tokenizer.from_gguf(vocab_path(vocab)))
+        for name, conv in CONVERSATIONS.items():
+            kw = dict(tools=conv.get("tools"), add_generation_prompt=conv.get("add_generation_prompt", True),
+                      kwargs=conv.get("kwargs") or {})
+            expected = _call(lambda: ref_chat.render(None, conv["messages"], vocab=ref, **kw))
+            try:
+                got = port.chat(None, conv["messages"], builtin=False, **kw)
+            except NotImplementedError:
+                counts["unsupported"] += 1
+                continue
+            if isinstance(expected, ChatTemplateError) or got.raised is not None:
+                kind = "both raise" if isinstance(expected, ChatTemplateError) and got.raised is not None else "differ"
+            else:
+                kind = "exact" if ChatAnswer(expected.data, expected.ids) == got else "differ"
+            counts[kind] += 1
+            if kind == "differ":
+                differ.append(f"{vocab} [{name}]")
+    assert dict(counts) == EXPECTED_VOCABS, differ
+
+
+@pytest.mark.parametrize("inject", ["no trim_blocks", "tojson default separators"])
+def test_the_comparison_catches_an_injected_difference(ref_chat, inject, monkeypatch):
+    """Jinja2's defaults where llama.cpp differs make exact cases differ: the comparison sees them."""
+    import json
+
+    from harness.chat import engine, render
+    render.load.cache_clear()
+    if inject == "no trim_blocks":
+        original = engine.environment
+
+        def plain():
+            env = original()
+            env.trim_blocks = env.lstrip_blocks = False
+            return env
+        monkeypatch.setattr(render, "environment", plain)
+    else:
+        monkeypatch.setattr(engine, "_json", lambda value, *a, **k: json.dumps(value, sort_keys=True))
+    try:
+        counts, _ = compare_templates(ref_chat, render.render)
+    finally:
+        render.load.cache_clear()
+    assert counts["differ"] > EXPECTED_TEMPLATES["differ"] + 20
+    assert counts["exact"] < EXPECTED_TEMPLATES["exact"] - 20
+
+
+def test_llama_cpp_semantics_where_jinja2_differs():
+    from harness.chat.engine import environment
+    env = environment()
+    r = lambda src, **kw: env.from_string(src).render(**kw)  # noqa: E731
+    assert r("{% if true %}\n  x\n{% endif %}\n") == "  x\n"                       # trim/lstrip blocks
+    assert r("{{ {'b': 1, 'a': '<é>'} | tojson }}") == '{"b": 1, "a": "<é>"}'      # order, no escaping
+    assert r("{{ x.y.z }}|{{ (x ~ 'a') }}|{{ x + 'b' }}") == "|a|b"                  # undefined chains, concatenates
+    assert r("{{ 'héllo wORLD'.title() }}|{{ 'a  b'.split() }}") == "Héllo World|['a', '', 'b']"
+    assert r("{% for k in d %}{{ k }}{% endfor %}{% for k, v in d %}{{ v }}{% endfor %}", d={"a": 1}) == "a1"
+    from harness.chat.engine import TemplateRaised
+    with pytest.raises(TemplateRaised, match="Jinja Exception: no"):
+        r("{{ raise_exception('no') }}")
+    with pytest.raises(TemplateRaised, match="for loop: got String"):
+        r("{% for c in 'ab' %}{% endfor %}")
