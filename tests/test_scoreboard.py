@@ -17,7 +17,7 @@ import pytest
 from harness.conformance.needs import require
 from harness.errors import HarnessError
 from harness.reports.scoreboard import README_BEGIN, html_page, markdown, readme_block, replace_block
-from harness.scoreboard import run as board
+from harness.scoreboard import fresh, run as board
 from harness.scoreboard.ports import discover, select
 from harness.reports.cells import cell_outcome
 from harness.scoreboard.summary import port_row, vocab_entry
@@ -206,15 +206,15 @@ def test_a_row_goes_stale_when_engine_code_or_its_port_changes_and_not_otherwise
     def change(path: str) -> list[str]:
         (repo / path).write_text((repo / path).read_text() + "# more\n")
         _git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qam", f"change {path}")
-        return board.stale_rows(snapshot, ports, repo)
+        return fresh.stale_rows(snapshot, ports, repo)
 
     def edit_port_json(**keys) -> list[str]:
         path = repo / "ports/go/p/port.json"
         path.write_text(json.dumps({**json.loads(path.read_text()), **keys}))
         _git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qam", "port.json")
-        return board.stale_rows(snapshot, ports, repo)
+        return fresh.stale_rows(snapshot, ports, repo)
 
-    assert board.stale_rows(snapshot, ports, repo) == []
+    assert fresh.stale_rows(snapshot, ports, repo) == []
     assert change("harness/scoreboard/run.py") == [] and change("harness/reports/scoreboard.py") == []
     (repo / "ports/go/p/direct").write_text("#!/bin/sh\n")
     (repo / "ports/go/p/Chat.java").write_text("class Chat {}\n")
@@ -228,7 +228,7 @@ def test_a_row_goes_stale_when_engine_code_or_its_port_changes_and_not_otherwise
         path = repo / "pyproject.toml"
         path.write_text(path.read_text().replace(old, new))
         _git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qam", "pyproject.toml")
-        return [w for w in board.stale_rows(snapshot, ports, repo) if w.startswith("q:")]
+        return [w for w in fresh.stale_rows(snapshot, ports, repo) if w.startswith("q:")]
 
     # The chat renderer's package and the layers contract never judge a port; the engine's do.
     assert edit_pyproject('"regex>=2024"', '"regex>=2024", "jinja2==3.1.6"') == []
@@ -242,7 +242,7 @@ def test_a_row_goes_stale_when_engine_code_or_its_port_changes_and_not_otherwise
     assert why.startswith("p: engine ") and "change ports/go/p/build.sh" in why
     assert [w.split(":")[0] for w in change("harness/engine/causes.py")] == ["p", "q"]
     dirty = {"ports": [{"name": "p", "run": {"engine": engine + "+"}}]}
-    assert board.stale_rows(dirty, ports, repo) == ["q: not on the board", f"p: its row records engine {engine}+"]
+    assert fresh.stale_rows(dirty, ports, repo) == ["q: not on the board", f"p: its row records engine {engine}+"]
     shutil.rmtree(repo)
 
 
