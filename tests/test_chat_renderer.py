@@ -37,7 +37,7 @@ CONVERSATIONS = {
 }
 VOCAB_TEMPLATES = ("command-r", "gemma-4", "phi-3", "qwen2", "qwen35")
 #: Measured at 0c1e570: 70 templates x 10 conversations, text only (bos "<s>", eos "</s>").
-EXPECTED_TEMPLATES = {"exact": 533, "both raise": 6, "unsupported": 152, "differ": 9}  # differ: tencent-Hy3
+EXPECTED_TEMPLATES = {"exact": 542, "both raise": 6, "unsupported": 152}
 #: Measured at 0c1e570: the 5 vocab templates x 10 conversations, text and llama-server's ids.
 EXPECTED_VOCABS = {"exact": 43, "both raise": 1, "unsupported": 6}
 
@@ -150,7 +150,7 @@ def test_the_comparison_catches_an_injected_difference(ref_chat, inject, monkeyp
         counts, _ = compare_templates(ref_chat, render.render)
     finally:
         render.load.cache_clear()
-    assert counts["differ"] > EXPECTED_TEMPLATES["differ"] + 20
+    assert counts["differ"] > 20
     assert counts["exact"] < EXPECTED_TEMPLATES["exact"] - 20
 
 

@@ -115,6 +115,26 @@ def _string_only(name):
     return check
 
 
+def _format(s: str, *args) -> str:
+    """llama.cpp's ``str.format``: each ``{}`` takes the next argument as text; any other ``{``
+    raises (value.cpp: "format() only supports simple '{}' placeholders").
+
+    >>> _format("<think{}>", ":x"), _format("a}b")
+    ('<think:x>', 'a}b')
+    """
+    out, arg, i = [], 0, 0
+    while i < len(s):
+        if s[i] != "{":
+            out.append(s[i])
+        elif s[i + 1:i + 2] == "}" and arg < len(args):
+            out.append(to_text(args[arg]))
+            arg, i = arg + 1, i + 1
+        else:
+            raise TemplateRaised("format() only supports simple '{}' placeholders, one argument each")
+        i += 1
+    return "".join(out)
+
+
 #: The string methods llama.cpp's engine has (value.cpp, value_string_t::get_builtins); any
 #: other name is undefined there (calling it raises).
 STRING_METHODS = {
@@ -123,7 +143,7 @@ STRING_METHODS = {
     "rstrip": lambda s, chars=None: _strip(s, chars, left=False), "title": _title, "capitalize": _capitalize,
     "startswith": _string_only("startswith"), "endswith": _string_only("endswith"), "split": _split,
     "rsplit": _rsplit, "replace": lambda s, old, new, count=-1: s.replace(old, new, count if count > 0 else -1),
-    "length": lambda s: len(s.encode("utf-8")),
+    "length": lambda s: len(s.encode("utf-8")), "format": _format,
 }
 #: dict methods llama.cpp's objects have (value_object_t::get_builtins); ``obj.name`` prefers them to a key.
 DICT_METHODS = ("get", "keys", "values", "items")
