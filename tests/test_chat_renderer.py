@@ -76,6 +76,10 @@ def _call(fn, *args, **kwargs):
         return e
 
 
+#: llama.cpp's rendering (or its raise) of each (template, conversation), kept for the process.
+_REFERENCE: dict[tuple[str, str], object] = {}
+
+
 def compare_templates(ref_chat, render) -> tuple[collections.Counter, list[str]]:
     """Every pinned template x every conversation, text only; ``render`` is the harness renderer."""
     counts, differ = collections.Counter(), []
@@ -84,7 +88,10 @@ def compare_templates(ref_chat, render) -> tuple[collections.Counter, list[str]]
         for name, conv in CONVERSATIONS.items():
             kw = dict(tools=conv.get("tools"), add_generation_prompt=conv.get("add_generation_prompt", True),
                       kwargs=conv.get("kwargs"), bos_token="<s>", eos_token="</s>")
-            ref = _call(lambda: ref_chat.render(source, conv["messages"], **kw).text)
+            key = (path.name, name)
+            if key not in _REFERENCE:  # llama.cpp's renderings are 4/5 of a sweep: once per process
+                _REFERENCE[key] = _call(lambda: ref_chat.render(source, conv["messages"], **kw).text)
+            ref = _REFERENCE[key]
             got = _call(lambda: render(source, conv["messages"], **kw).text)
             kind, detail = outcome(ref, got)
             counts[kind] += 1
