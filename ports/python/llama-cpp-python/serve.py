@@ -10,13 +10,13 @@ protocol request            llama-cpp-python call
 encode(add_special,         ``Llama.tokenize(text.encode(), add_bos=add_special,
 parse_special)              special=parse_special)`` -> llama_tokenize; exact.
 decode(remove_special,      ``Llama.detokenize(ids, special=unparse_special)``.
-unparse_special)            It has no remove_special: it concatenates
-                            llama_token_to_piece (32-byte buffer) and drops a
-                            leading space after BOS itself, instead of calling
-                            llama_detokenize. remove_special is not expressible.
-piece(special)              ``Llama._model.token_to_piece(id, special)``; the
-                            high-level Llama has no token_to_piece, and this
-                            internal one returns its whole 32-byte buffer.
+unparse_special)            It concatenates llama_token_to_piece (32-byte
+                            buffer) and drops a leading space after BOS itself,
+                            instead of calling llama_detokenize. It has no
+                            remove_special: remove_special=true is unsupported.
+piece(special)              ``Llama.detokenize([id], special=special)``: the
+                            high-level Llama has no token_to_piece; one token
+                            detokenized is its documented way to one token's bytes.
 info                        ``Llama.n_vocab()``
 ==========================  ==================================================
 
@@ -50,11 +50,12 @@ class LlamaCppPythonBackend:
         return self.llama.tokenize(text.encode("utf-8"), add_bos=add_special, special=parse_special)
 
     def decode(self, ids: list[int], *, remove_special: bool = False, unparse_special: bool = False) -> bytes:
-        # remove_special has no counterpart in the binding (see module docstring).
+        if remove_special:
+            raise NotImplementedError("Llama.detokenize has no remove_special")
         return self.llama.detokenize(ids, special=unparse_special)
 
     def token_to_piece(self, id: int, *, special: bool = False) -> bytes:
-        return self.llama._model.token_to_piece(id, special)
+        return self.llama.detokenize([id], special=special)
 
 
 def _check_library() -> None:

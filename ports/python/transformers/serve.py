@@ -21,13 +21,13 @@ encode parse_special     ``split_special_tokens=not parse_special``. transformer
                          as in llama.cpp. Which added tokens it marks special is
                          the converter's choice: where that differs from llama.cpp's
                          token types, the ids diverge.
-decode remove_special,   ``decode(ids, skip_special_tokens=remove_special or not
-unparse_special          unparse_special)``. llama.cpp renders CONTROL tokens as ""
+decode remove_special,   ``decode(ids, skip_special_tokens=not unparse_special)``.
+unparse_special          llama.cpp renders CONTROL tokens as ""
                          unless unparse_special, and with remove_special drops only a
                          leading BOS / trailing EOS. transformers has one switch that
                          drops every special token, so remove_special=True with
                          unparse_special=True (drop BOS, keep other control texts) is
-                         not expressible. Its ``clean_up_tokenization_spaces`` is left
+                         not expressible: unsupported. Its ``clean_up_tokenization_spaces`` is left
                          at the converted tokenizer's default, as a user gets it.
 decode output            ``str.encode("utf-8")``: lossy. A sequence ending inside a
                          UTF-8 character decodes to U+FFFD in transformers, where
@@ -79,8 +79,10 @@ class HFBackend:
         return list(out["input_ids"])
 
     def decode(self, ids: list[int], *, remove_special: bool = False, unparse_special: bool = False) -> bytes:
-        skip = remove_special or not unparse_special
-        return self.tokenizer.decode(ids, skip_special_tokens=skip).encode("utf-8")
+        if remove_special and unparse_special:
+            raise NotImplementedError("decode's one switch skip_special_tokens cannot drop BOS/EOS "
+                                      "while rendering the other special tokens")
+        return self.tokenizer.decode(ids, skip_special_tokens=not unparse_special).encode("utf-8")
 
     def token_to_piece(self, id: int, *, special: bool = False) -> bytes:
         return self.tokenizer.decode([id], skip_special_tokens=not special).encode("utf-8")
