@@ -157,6 +157,18 @@ def test_the_snapshot_is_as_new_as_the_engine_code_it_summarises(capsys):
     assert code == 0, f"docs/scoreboard.json is stale: {capsys.readouterr().out}"
 
 
+def test_every_port_on_the_board_answers_as_its_package_called_directly():
+    # Issue 31: an adapter adds nothing. Each port has a direct program, and the snapshot's
+    # adapter check found every one of its answers equal to serve's.
+    rows = {r["name"]: r for r in json.loads((REPO / "docs" / "scoreboard.json").read_text(encoding="utf-8"))["ports"]}
+    for port in discover(REPO / "ports"):
+        assert port.direct, f"{port.name}: port.json has no 'direct' program"
+        check = rows[port.name].get("adapter") or {}
+        assert check.get("checked"), (f"{port.name}: no adapter check on the board ({check.get('why', 'not run')}); "
+                                      f"run make scoreboard PORTS={port.name} ADAPTER_ONLY=1 SNAPSHOT=1")
+        assert check["equal"] == check["requests"], (port.name, [d for v in check["vocabs"] for d in v["differ"]][:2])
+
+
 def test_a_port_the_board_did_not_run_reads_not_checked(tmp_path):
     _port(tmp_path / "ports", "go", "later")
     [port] = discover(tmp_path / "ports")
