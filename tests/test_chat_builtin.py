@@ -4,7 +4,8 @@ Every built-in name (``llama_chat_builtin_templates``) and every pinned models/t
 (detected, as ``llm_chat_detect_template`` does) renders the fixed conversations of
 CONVERSATIONS through :func:`harness.chat.builtin.apply` and through
 ``reference.chat.apply_builtin`` (``llama_chat_apply_template``); a case is ``exact`` (the same
-bytes), ``both refuse`` (no format, in both) or ``differ``.
+bytes), ``both refuse`` (no format, in both) or ``differ``. The harness port's ``chat`` op with
+``builtin`` (llama-server's ``--no-jinja`` route) is compared with llama.cpp's text and prompt ids.
 The counts are asserted, and the comparison is shown to catch an injected difference.
 """
 
@@ -46,6 +47,11 @@ UNKNOWN_TEMPLATES = [
     "google-gemma-4-31B-it-interleaved", "google-gemma-4-31B-it", "muse-glimmer", "poolside-Laguna-S-2.1",
     "poolside-Laguna-XS-2.1", "poolside-Laguna-XS.2", "tencent-Hy3",
 ]
+#: The port's chat op with builtin=true: the 5 vocab templates and 6 named ones on qwen2, x 7 conversations
+#: plus a request with tools (refused) and a final assistant message (continued).
+VOCAB_TEMPLATES = ("command-r", "gemma-4", "phi-3", "qwen2", "qwen35")
+NAMED_ON_QWEN2 = ("chatml", "llama2-sys-bos", "gemma", "gigachat", "mistral-v7", "INVALID")
+EXPECTED_PORT = {"exact": 72, "both refuse": 27}  # refused: tools (11), INVALID (8 more), gemma-4's template (8)
 
 
 @pytest.fixture(scope="module")
@@ -149,3 +155,37 @@ def test_detection_rules_follow_llama_cpps_order():
     assert detect('"[INST]"[AVAILABLE_TOOLS]') == "mistral-v3-tekken"
     assert detect("<|endofuserprompt|>") == "dots1" and detect("dots1") is None
 
+
+def _port_case(ref_chat, port, ref, template, messages, add_ass, tools=None):
+    """(outcome, detail) of one chat request with builtin=true: the port against llama.cpp (text and ids)."""
+    from harness.protocol.chat import ChatAnswer
+    expected = _call(lambda: ref_chat.render(template, messages, tools=tools, add_generation_prompt=add_ass,
+                                             builtin=True, vocab=ref))
+    got = port.chat(template, messages, tools=tools, add_generation_prompt=add_ass, builtin=True)
+    if isinstance(expected, ChatTemplateError) or got.raised is not None:
+        both = isinstance(expected, ChatTemplateError) and got.raised is not None
+        return ("both refuse" if both else "differ"), f"llama.cpp {expected!r:.200}, port {got!r:.200}"
+    same = ChatAnswer(expected.data, expected.ids) == got
+    return ("exact" if same else "differ"), f"llama.cpp {expected!r:.300}\n  port {got!r:.300}"
+
+
+def test_the_port_answers_chat_with_builtin_as_llama_server(ref_chat):
+    from harness.tokenizer.facade import Tokenizer
+    from harness.tokenizer.serve import TokenizerBackend
+    from reference.inproc import load_reference
+    from reference.vocabs import vocab_path
+    tools = [{"type": "function", "function": {"name": "add", "parameters": {"type": "object"}}}]
+    extra = {"tools": (_msgs((USER, "2+2?")), True, tools),
+             "prefill": (_msgs((USER, "2+2?"), (ASSISTANT, "4")), True, None)}
+    requests = [(v, None) for v in VOCAB_TEMPLATES] + [("qwen2", t) for t in NAMED_ON_QWEN2]
+    counts, differ, ports = collections.Counter(), [], {}
+    for vocab, template in requests:
+        ref = require(lambda: load_reference(vocab_path(vocab)))
+        port = ports.setdefault(vocab, TokenizerBackend(Tokenizer.from_gguf(vocab_path(vocab))))
+        cases = {name: (*conv, None) for name, conv in CONVERSATIONS.items()} | extra
+        for name, (messages, add_ass, tool_list) in cases.items():
+            kind, detail = _port_case(ref_chat, port, ref, template, messages, add_ass, tool_list)
+            counts[kind] += 1
+            if kind == "differ":
+                differ.append(f"{vocab} {template} [{name}]: {detail}")
+    assert dict(counts) == EXPECTED_PORT, "\n".join(differ)
