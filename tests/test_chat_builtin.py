@@ -48,10 +48,11 @@ UNKNOWN_TEMPLATES = [
     "poolside-Laguna-XS-2.1", "poolside-Laguna-XS.2", "tencent-Hy3",
 ]
 #: The port's chat op with builtin=true: the 5 vocab templates and 6 named ones on qwen2, x 7 conversations
-#: plus a request with tools (refused) and a final assistant message (continued).
+#: plus a request with tools (refused), a final assistant message (continued), typed content parts
+#: (joined by newlines) and an assistant tool call (dropped).
 VOCAB_TEMPLATES = ("command-r", "gemma-4", "phi-3", "qwen2", "qwen35")
 NAMED_ON_QWEN2 = ("chatml", "llama2-sys-bos", "gemma", "gigachat", "mistral-v7", "INVALID")
-EXPECTED_PORT = {"exact": 72, "both refuse": 27}  # refused: tools (11), INVALID (8 more), gemma-4's template (8)
+EXPECTED_PORT = {"exact": 90, "both refuse": 31}  # refused: tools (11), INVALID (10 more), gemma-4's template (10)
 
 
 @pytest.fixture(scope="module")
@@ -176,7 +177,12 @@ def test_the_port_answers_chat_with_builtin_as_llama_server(ref_chat):
     from reference.vocabs import vocab_path
     tools = [{"type": "function", "function": {"name": "add", "parameters": {"type": "object"}}}]
     extra = {"tools": (_msgs((USER, "2+2?")), True, tools),
-             "prefill": (_msgs((USER, "2+2?"), (ASSISTANT, "4")), True, None)}
+             "prefill": (_msgs((USER, "2+2?"), (ASSISTANT, "4")), True, None),
+             "typed-parts": ([{"role": USER, "content": [{"type": "text", "text": ""}, {"type": "text", "text": "a"},
+                                                         {"type": "text", "text": "b"}]}], True, None),
+             "tool-calls": ([{"role": USER, "content": "2+2?"}, {"role": ASSISTANT, "content": None, "tool_calls": [
+                 {"id": "c1", "type": "function", "function": {"name": "add", "arguments": "{}"}}]},
+                 {"role": USER, "content": "ok"}], True, None)}
     requests = [(v, None) for v in VOCAB_TEMPLATES] + [("qwen2", t) for t in NAMED_ON_QWEN2]
     counts, differ, ports = collections.Counter(), [], {}
     for vocab, template in requests:
@@ -189,3 +195,15 @@ def test_the_port_answers_chat_with_builtin_as_llama_server(ref_chat):
             if kind == "differ":
                 differ.append(f"{vocab} {template} [{name}]: {detail}")
     assert dict(counts) == EXPECTED_PORT, "\n".join(differ)
+
+
+def test_the_pins_expected_renderings():
+    """tests/test-chat-template.cpp's 36 cases (tests/data/chat-golden.json): no library needed."""
+    import json
+
+    from harness.chat import builtin
+    golden = json.loads((Path(__file__).parent / "data" / "chat-golden.json").read_text(encoding="utf-8"))
+    wrong = [case["name"] for case in golden["cases"]
+             if builtin.apply(case["template_str"], golden["conversation"] + case["extra_conversation"], True)
+             != case["expected_output"]]
+    assert len(golden["cases"]) == 36 and wrong == []
