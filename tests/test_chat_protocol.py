@@ -150,10 +150,12 @@ def test_the_harness_port_answers_chat_or_names_what_it_does_not_render():
     from reference import chat
     from reference.inproc import load_reference
     require(chat.chat_library)
-    expected = chat.render(None, HI, add_generation_prompt=True, vocab=load_reference(path))
+    ref = load_reference(path)
+    expected = chat.render(None, HI, add_generation_prompt=True, vocab=ref)
     assert out[0] == {"text": expected.text, "ids": expected.ids}
     assert out[0]["text"].endswith("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n")
-    assert out[1]["error"].startswith("unsupported: chat with builtin=true")
+    builtin = chat.render(None, HI, add_generation_prompt=False, builtin=True, vocab=ref)  # --no-jinja
+    assert out[1] == {"text": builtin.text, "ids": builtin.ids}
     assert out[2] == {"raised": "Jinja Exception: no"}
 
 

@@ -3,5 +3,7 @@
 :func:`harness.chat.render.render` is llama-server's ``common_chat_templates_apply`` in
 Python over :mod:`harness.chat.engine` (Jinja2 with llama.cpp's semantics); the harness port
 (``harness/tokenizer/serve.py``) answers the protocol's ``chat`` op with it and the harness
-tokenizer. README, "The harness renderer", lists each Jinja2-vs-llama.cpp difference.
+tokenizer. :mod:`harness.chat.builtin` is llama.cpp's built-in formats (src/llama-chat.cpp, the
+``--no-jinja`` route, ``builtin=true``), :mod:`harness.chat.detect` the choice of one for a template.
+README, "The harness renderer", lists each Jinja2-vs-llama.cpp difference.
 """

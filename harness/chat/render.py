@@ -73,6 +73,17 @@ def _patched(source: str) -> str:
     """``common_chat_templates_init``'s default and its two source patches (GPT-OSS, Mistral tool calls)."""
     if not source or source == "chatml":
         source = CHATML
+    source = patch_source(source)
+    source = source.replace("\r\n", "\n").replace("\r", "\n")
+    return source[:-1] if source.endswith("\n") else source
+
+
+def patch_source(source: str) -> str:
+    """``common_chat_templates_init``'s two source patches: a GPT-OSS and a Mistral check made ``if false``.
+
+    >>> patch_source("plain")
+    'plain'
+    """
     if "<|channel|>" in source and "in message.content or" in source:
         source = source.replace('{%- if "<|channel|>analysis<|message|>" in message.content or '
                                 '"<|channel|>final<|message|>" in message.content %}', "{%- if false %}")
@@ -81,8 +92,7 @@ def _patched(source: str) -> str:
                                 "message['content']|length == 0) and (message['tool_calls'] is not defined or "
                                 "message['tool_calls'] is none or message['tool_calls']|length == 0) %}",
                                 "{%- if false %}")
-    source = source.replace("\r\n", "\n").replace("\r", "\n")
-    return source[:-1] if source.endswith("\n") else source
+    return source
 
 
 @lru_cache(maxsize=64)
@@ -224,7 +234,7 @@ def _thinking_markers(off: str, on: str) -> bool:
     return False
 
 
-def _server_checks(msgs: list, kwargs: dict) -> None:
+def server_checks(msgs: list, kwargs: dict) -> None:
     """The refusals of ``oaicompat_chat_params_parse`` (tools/server/server-common.cpp) before rendering."""
     if len(msgs) >= 2 and msgs[-1]["role"] == "assistant" and msgs[-2]["role"] == "assistant":
         raise ChatRaised("Cannot have 2 or more assistant messages at the end of the list.")
@@ -268,7 +278,7 @@ def render(template: str, messages: list, *, tools: list | None = None, add_gene
         tool_list = inputs.tools(tools)
     except inputs.RefusedRequest as e:
         raise ChatRaised(str(e)) from None
-    _server_checks(msgs, kwargs)
+    server_checks(msgs, kwargs)
     tmpl = load(template or "")
     entry = specialized(tmpl.source)
     if entry is not None and entry[3]:

@@ -31,26 +31,29 @@ class TokenizerBackend:
 
     def chat(self, template, messages, *, tools=None, add_generation_prompt=False, kwargs=None, builtin=False):
         """The ``chat`` op: the harness renderer (:mod:`harness.chat.render`, llama-server's
-        ``common_chat_templates_apply`` in Python), then llama-server's prompt ids: the whole
-        prompt tokenized with add_special and parse_special true. A request llama.cpp refuses
-        answers ``raised``; what the renderer does not cover raises NotImplementedError
-        (``unsupported``), naming it.
+        ``common_chat_templates_apply`` in Python; with ``builtin``, its ``--no-jinja`` route,
+        :func:`harness.chat.builtin.render_legacy`: llama.cpp's built-in formats), then llama-server's
+        prompt ids: the whole prompt tokenized with add_special and parse_special true. A request
+        llama.cpp refuses answers ``raised``; what the renderer does not cover raises
+        NotImplementedError (``unsupported``), naming it.
 
-        >>> TokenizerBackend.chat(None, None, [], builtin=True)
-        Traceback (most recent call last):
-        ...
-        NotImplementedError: chat with builtin=true (llama.cpp's built-in formats, src/llama-chat.cpp, are not ported)
+        >>> no_vocab = TokenizerBackend.__new__(TokenizerBackend)
+        >>> no_vocab.chat("INVALID", [{"role": "user", "content": "hi"}], builtin=True).raised
+        'this custom template is not supported, try using --jinja'
         """
+        from harness.chat.builtin import render_legacy
         from harness.chat.render import ChatRaised, ChatUnsupported, render
         from harness.protocol.chat import ChatAnswer
-        if builtin:
-            raise NotImplementedError("chat with builtin=true (llama.cpp's built-in formats, src/llama-chat.cpp, "
-                                      "are not ported)")
-        v = self.tok.vocab
         try:
-            prompt = render(self._template(template, tools), messages, tools=tools,
-                            add_generation_prompt=add_generation_prompt, kwargs=kwargs, bos_token=self._text(v.bos),
-                            eos_token=self._text(v.eos), add_bos=v.add_bos, add_eos=v.add_eos)
+            if builtin:  # the built-in route strips no BOS/EOS text (common_chat_templates_apply_legacy)
+                prompt = render_legacy(self._template(template, None), messages, tools=tools,
+                                       add_generation_prompt=add_generation_prompt, kwargs=kwargs)
+            else:
+                v = self.tok.vocab
+                prompt = render(self._template(template, tools), messages, tools=tools,
+                                add_generation_prompt=add_generation_prompt, kwargs=kwargs,
+                                bos_token=self._text(v.bos), eos_token=self._text(v.eos), add_bos=v.add_bos,
+                                add_eos=v.add_eos)
         except ChatRaised as e:
             return ChatAnswer(raised=str(e))
         except ChatUnsupported as e:
