@@ -40,7 +40,7 @@ ENGINE_PATHS = ("harness", "reference",
                     "harness/scoreboard", "harness/reports/scoreboard.py", "harness/reports/diagnosis_bench.py",
                     "harness/reports/pindiff.py", "harness/bench", "harness/fuzz", "harness/coverage",
                     "harness/remote", "harness/mergecmd.py", "harness/pindiff.py", "harness/chatcheck.py",
-                    "harness/engine/chatdiff.py", "harness/protocol/chat.py", "reference/chat.py",
+                    "harness/engine/chatdiff.py", "harness/engine/chatgen.py", "harness/protocol/chat.py", "reference/chat.py",
                     "reference/chat_shim.cpp", "reference/pin.py",
                     # the harness port's own server and its chat renderer: PORT=harness runs them,
                     # a scoreboard port's run never does
