@@ -1,0 +1,93 @@
+"""The generated phase of the chat check (harness/engine/chatgen.py): Hypothesis conversations
+catch chat bugs the fixed conversations miss, shrink each to a message or two with the first
+divergent byte and token named, and the harness renderer and llama.cpp as a port give no
+divergence on a few examples."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness import chatcheck
+from harness.conformance.needs import require
+from harness.engine.chatdiff import check_vocab
+from harness.engine.chatgen import conversations, generate
+
+
+@pytest.fixture(scope="module")
+def vocab():
+    """``name -> (reference, its texts)``, loaded once per vocab."""
+    from reference import chat
+    from reference.inproc import load_reference
+    from reference.vocabs import vocab_path
+
+    from harness.inputs.vocabtexts import vocab_texts
+    require(chat.chat_library)
+    loaded = {}
+
+    def get(name):
+        if name not in loaded:
+            ref = require(lambda: load_reference(vocab_path(name)))
+            loaded[name] = ref, vocab_texts(vocab_path(name), ref)
+        return loaded[name]
+    return get
+
+
+def _buggy(name: str, factory: str):
+    from reference.vocabs import vocab_path
+    from tests.ports import chatbug
+    return getattr(chatbug, factory)(str(vocab_path(name)))
+
+
+@pytest.mark.parametrize("factory, vocab_name", [("rstrip_assistant", "qwen2"), ("crlf", "phi-3")])
+def test_a_bug_the_fixed_conversations_miss_is_caught_and_shrunk(vocab, factory, vocab_name):
+    ref, texts = vocab(vocab_name)
+    port = _buggy(vocab_name, factory)
+    assert {c.outcome for c in check_vocab(vocab_name, port, ref)} == {"agree"}  # the fixed ones miss it
+    cases, shrunk = generate(vocab_name, port, ref, texts, examples=30, seed=0, shrink_seconds=20)
+    assert "diverge" in {c.outcome for c in cases}
+    assert [s.kind for s in shrunk] == ["text differs"] and shrunk[0].shrunk
+    messages, chars = shrunk[0].size()
+    assert messages <= 2 and chars <= 3, shrunk[0].conversation
+    assert shrunk[0].detail.startswith("text differs at byte ") and "; ids differ at index " in shrunk[0].detail
+
+
+def test_the_same_seed_draws_the_same_conversations(vocab):
+    from harness.engine.chatgen import _hypothesis
+    _, texts = vocab("qwen2")
+    runs = [[], [], []]
+    for run, seed in zip(runs, (0, 0, 1)):
+        _hypothesis(conversations(texts), run.append, 8, seed, shrink=False)
+    assert runs[0] == runs[1] != runs[2]
+
+
+def test_the_drawn_conversations_hold_what_the_issue_asks_for(vocab):
+    from harness.engine.chatgen import _hypothesis
+    _, texts = vocab("qwen2")
+    drawn = []
+    _hypothesis(conversations(texts), drawn.append, 60, 0, shrink=False)
+    messages = [m for c in drawn for m in c.messages]
+    assert {m["role"] for m in messages} == {"system", "user", "assistant", "tool"}
+    assert any("tool_calls" in m for m in messages) and any("reasoning_content" in m for m in messages)
+    assert any(c.tools for c in drawn) and any(c.kwargs for c in drawn)
+    assert any(c.messages[-1]["role"] == "assistant" for c in drawn)
+    assert any(any(s in m["content"] for s in texts.specials) for m in messages if m["role"] in ("user", "system"))
+    assert any(not m["content"] for m in messages) and any(len(m["content"]) > 1000 for m in messages)
+
+
+def test_the_harness_port_gives_no_divergence_on_generated_cases(capsys):
+    assert chatcheck.main(["--vocabs", "qwen2", "--examples", "8"]) in (0, 4)
+    assert ", 0 diverge, 0 port error," in capsys.readouterr().out
+
+
+def test_llama_cpp_as_a_port_agrees_on_generated_cases(capsys):
+    assert chatcheck.main(["--port", "llama.cpp", "--vocabs", "phi-3", "--examples", "8", "--seed", "3"]) == 0
+    assert "(7 fixed, 8 generated, seed 3): 15 agree, 0 diverge" in capsys.readouterr().out
+
+
+def test_chat_check_prints_the_shrunk_conversation_and_exits_1(capsys, vocab):
+    vocab("qwen2")
+    code = chatcheck.main(["--port", "py:tests.ports.chatbug:rstrip_assistant", "--vocabs", "qwen2",
+                           "--examples", "30"])
+    out = capsys.readouterr().out
+    assert code == 1, out
+    assert "qwen2 [generated, shrunk to " in out and '"role": "assistant"' in out
