@@ -28,6 +28,7 @@ byte of the rendering and the first divergent token of the ids (:func:`explain`)
 from __future__ import annotations
 
 import json
+import re
 import time
 import warnings
 from dataclasses import dataclass, field, replace
@@ -36,7 +37,7 @@ from hypothesis import strategies as st
 
 from harness.engine.chatdiff import ChatCase, Conversation, check_one, compare, where_ids
 from harness.errors import HarnessError
-from harness.inputs.strategies import Recipe, SpecialText, VocabTexts, materialise, recipes, whitespace
+from harness.inputs.strategies import MAX_CHARS, Recipe, SpecialText, VocabTexts, materialise, recipes, whitespace
 
 #: Generated conversations per vocab, and the seed, unless ``--examples``/``--seed`` say otherwise.
 EXAMPLES, SEED = 30, 0
@@ -50,16 +51,26 @@ _KWARGS = st.one_of(st.just({}), st.booleans().map(lambda b: {"enable_thinking":
 
 
 def _texts(vt: VocabTexts, max_repeat: int = 200) -> st.SearchStrategy[str]:
-    """A message content: a recipe's text, or the same with whitespace at both edges."""
+    """A message content: a recipe's text, the same with whitespace at both edges, or (with
+    ``max_repeat`` above 1) repeated up to tens of KB."""
     text = recipes(max_fragments=4, max_repeat=max_repeat).map(lambda r: materialise(r, vt))
-    return st.one_of(text, st.tuples(whitespace, text, whitespace).map("".join))
+    edges = st.tuples(whitespace, text, whitespace).map("".join)
+    if max_repeat <= 1:
+        return st.one_of(text, edges)
+    # 1 in 16 of this branch is repeated (a selector: it shrinks to 0, no repeat)
+    long = st.tuples(text, st.integers(0, 15), st.integers(50, max_repeat * 10)).map(
+        lambda t: (t[0] * t[2])[:MAX_CHARS] if t[1] == 15 else t[0])
+    return st.one_of(text, edges, long)
 
 
-def _with_special(vt: VocabTexts) -> st.SearchStrategy[str]:
-    """A content that may hold one of the vocab's special-token texts between two texts."""
+def _with_special(vt: VocabTexts) -> st.SearchStrategy[str | list]:
+    """A content that may hold one of the vocab's special-token texts between two texts, or
+    typed content (OpenAI's ``[{"type": "text", "text": ...}]`` parts)."""
     special = st.builds(SpecialText, st.integers(0, 2**24), st.sampled_from(["", " ", "\n"]),
                         st.sampled_from(["", " ", "\n"])).map(lambda s: materialise(Recipe((s,)), vt))
-    return st.one_of(_texts(vt), st.tuples(_texts(vt, 1), special, _texts(vt, 1)).map("".join))
+    text = st.one_of(_texts(vt), st.tuples(_texts(vt, 1), special, _texts(vt, 1)).map("".join))
+    parts = st.lists(text, min_size=1, max_size=3).map(lambda ts: [{"type": "text", "text": t} for t in ts])
+    return st.one_of(text, parts)
 
 
 def _arguments(vt: VocabTexts) -> st.SearchStrategy[dict]:
@@ -96,11 +107,13 @@ def _assistant(content: str, reasoning: str | None) -> _Turn:
     return _Turn((m if reasoning is None else {**m, "reasoning_content": reasoning},))
 
 
-def _exchange(content: str, calls: list, results: list) -> _Turn:
-    """An assistant message with tool calls, then one tool message per result given."""
+def _exchange(content: str | None, calls: list, results: list) -> _Turn:
+    """An assistant message with tool calls (arguments a JSON text, or an object when the
+    call's flag says so), then one tool message per result given."""
     tool_calls = [{"id": f"call_{i}", "type": "function",
-                   "function": {"name": name, "arguments": json.dumps(args, ensure_ascii=False)}}
-                  for i, (name, args) in enumerate(calls)]
+                   "function": {"name": name,
+                                "arguments": args if as_object else json.dumps(args, ensure_ascii=False)}}
+                  for i, (name, args, as_object) in enumerate(calls)]
     tools = [{"role": "tool", "tool_call_id": f"call_{i}", "name": calls[i][0], "content": r}
              for i, r in enumerate(results[:len(calls)])]
     return _Turn(({"role": "assistant", "content": content, "tool_calls": tool_calls}, *tools))
@@ -109,11 +122,11 @@ def _exchange(content: str, calls: list, results: list) -> _Turn:
 def _turns(vt: VocabTexts) -> dict:
     """The kinds of turn, by name."""
     text = _texts(vt)
-    call = st.tuples(st.sampled_from(_TOOL_NAMES), _arguments(vt))
+    call = st.tuples(st.sampled_from(_TOOL_NAMES), _arguments(vt), st.booleans())
     return {
         "user": _with_special(vt).map(lambda c: _msg("user", c)),
         "assistant": st.builds(_assistant, text, st.one_of(st.none(), text)),
-        "exchange": st.builds(_exchange, text, st.lists(call, min_size=1, max_size=2),
+        "exchange": st.builds(_exchange, st.one_of(text, st.none()), st.lists(call, min_size=1, max_size=2),
                               st.lists(text, min_size=1, max_size=2)),
         "system": _with_special(vt).map(lambda c: _msg("system", c)),
         "tool": text.map(lambda c: _msg("tool", c)),
@@ -145,10 +158,10 @@ def _conversation(system, turns, tools, add_generation_prompt, kwargs) -> Conver
 def kind(detail: str) -> str:
     """A divergence's kind, from compare's detail: what a shrink must keep.
 
-    >>> kind("text differs at byte 3: ..."), kind("llama.cpp raised ('x'), the port rendered b''")
-    ('text differs', 'llama.cpp raised')
+    >>> kind("text differs at byte 3: ..."), kind("the port raised ('x'), llama.cpp rendered b''")
+    ('text differs', 'the port raised')
     """
-    return " ".join(detail.split(" ")[:2])
+    return re.split(r" at | \(", detail, maxsplit=1)[0]
 
 
 @dataclass
@@ -164,8 +177,15 @@ class Shrunk:
 
     def size(self) -> tuple[int, int]:
         """(messages, characters of content in all): what shrinking makes small."""
-        return len(self.conversation.messages), sum(len(str(m.get("content") or "")) for m in
-                                                    self.conversation.messages)
+        return len(self.conversation.messages), sum(map(_chars, self.conversation.messages))
+
+
+def _chars(message: dict) -> int:
+    """Characters of a message's content (its text parts' when typed)."""
+    content = message.get("content")
+    if isinstance(content, list):
+        return sum(len(str(p.get("text", ""))) if isinstance(p, dict) else 0 for p in content)
+    return len(content) if isinstance(content, str) else 0
 
 
 def explain(expected, got) -> str:
@@ -257,7 +277,7 @@ def minimise(conv: Conversation, keeps, deadline: float) -> Conversation:
     >>> minimise(c, lambda c: any("y" in m["content"] for m in c.messages), time.monotonic() + 9).messages
     [{'role': 'user', 'content': 'y'}]
     """
-    from harness.engine.shrink import shrink_sequence, shrink_text
+    from harness.engine.shrink import shrink_sequence
 
     def left() -> float:
         return max(0.0, deadline - time.monotonic())
@@ -266,10 +286,27 @@ def minimise(conv: Conversation, keeps, deadline: float) -> Conversation:
     for name, simpler in (("tools", None), ("kwargs", {})):
         if getattr(conv, name) != simpler and left() and keeps(replace(conv, **{name: simpler})):
             conv = replace(conv, **{name: simpler})
-    for i, m in enumerate(conv.messages):
-        for key in ("content", "reasoning_content"):
-            if isinstance(m.get(key), str) and m[key]:
-                def edit(text, i=i, key=key, c=conv):
-                    return replace(c, messages=[*c.messages[:i], {**c.messages[i], key: text}, *c.messages[i + 1:]])
-                conv = edit(shrink_text(m[key], lambda t: keeps(edit(t)), seconds=left()))
+    for i in range(len(conv.messages)):
+        conv = _shrink_message(conv, i, keeps, left)
+    return conv
+
+
+def _shrink_message(conv: Conversation, i: int, keeps, left) -> Conversation:
+    """Message ``i``'s content and reasoning shrunk; typed content loses parts, then each
+    part's text is shrunk."""
+    from harness.engine.shrink import shrink_sequence, shrink_text
+
+    def edit(c: Conversation, key: str, value) -> Conversation:
+        return replace(c, messages=[*c.messages[:i], {**c.messages[i], key: value}, *c.messages[i + 1:]])
+    for key in ("content", "reasoning_content"):
+        value = conv.messages[i].get(key)
+        if isinstance(value, str) and value:
+            conv = edit(conv, key, shrink_text(value, lambda t: keeps(edit(conv, key, t)), seconds=left()))
+        elif isinstance(value, list) and all(isinstance(p, dict) and isinstance(p.get("text"), str) for p in value):
+            parts = list(shrink_sequence(tuple(value), lambda ps: keeps(edit(conv, key, list(ps))), seconds=left()))
+            for k, p in enumerate(parts):
+                def typed(t, k=k, p=p):
+                    return edit(conv, key, [*parts[:k], {**p, "text": t}, *parts[k + 1:]])
+                parts[k] = {**p, "text": shrink_text(p["text"], lambda t: keeps(typed(t)), seconds=left())}
+            conv = edit(conv, key, parts)
     return conv
