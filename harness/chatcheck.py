@@ -15,7 +15,8 @@ same way; for each kind of divergence met (text, ids, one side raised) the small
 conversation that still diverges that way is printed, as JSON, with the first divergent byte
 of the rendering and the first divergent token of the ids. Generated cases count in the
 totals and the exit code like the fixed ones (``PORT=harness`` at 0c1e570, seed 0: 150
-generated, 0 divergences, 22 unsupported on gemma-4's tool messages).
+generated, 0 divergences; with ``--examples 100`` the renderer's two typed-content
+disagreements, see the README).
 
 Exit codes as ``llama-conformance run``'s: 0 every case agreed, 1 divergences, 2 port
 errors, 3 the check could not run, 4 incomplete (some case unsupported).

@@ -38,8 +38,10 @@ def _buggy(name: str, factory: str):
     return getattr(chatbug, factory)(str(vocab_path(name)))
 
 
-@pytest.mark.parametrize("factory, vocab_name", [("rstrip_assistant", "qwen2"), ("crlf", "phi-3")])
-def test_a_bug_the_fixed_conversations_miss_is_caught_and_shrunk(vocab, factory, vocab_name):
+# phi-3's <|end|> strips the whitespace before it when tokenized: the texts differ, the ids do not
+@pytest.mark.parametrize("factory, vocab_name, ids", [("rstrip_assistant", "qwen2", "; ids differ at index "),
+                                                      ("crlf", "phi-3", "; the same ids")])
+def test_a_bug_the_fixed_conversations_miss_is_caught_and_shrunk(vocab, factory, vocab_name, ids):
     ref, texts = vocab(vocab_name)
     port = _buggy(vocab_name, factory)
     assert {c.outcome for c in check_vocab(vocab_name, port, ref)} == {"agree"}  # the fixed ones miss it
@@ -48,7 +50,7 @@ def test_a_bug_the_fixed_conversations_miss_is_caught_and_shrunk(vocab, factory,
     assert [s.kind for s in shrunk] == ["text differs"] and shrunk[0].shrunk
     messages, chars = shrunk[0].size()
     assert messages <= 2 and chars <= 3, shrunk[0].conversation
-    assert shrunk[0].detail.startswith("text differs at byte ") and "; ids differ at index " in shrunk[0].detail
+    assert shrunk[0].detail.startswith("text differs at byte ") and ids in shrunk[0].detail
 
 
 def test_the_same_seed_draws_the_same_conversations(vocab):

@@ -197,7 +197,8 @@ def explain(expected, got) -> str:
     """
     why = compare(expected, got)
     if why.startswith("text differs") and expected.ids is not None:
-        why += "; " + (where_ids(expected.ids, got.ids) if got.ids is not None else "the port gave no ids")
+        why += "; " + ("the port gave no ids" if got.ids is None else "the same ids" if got.ids == expected.ids
+                       else where_ids(expected.ids, got.ids))
     return why
 
 
