@@ -1,7 +1,7 @@
 """The generated phase of the chat check (harness/engine/chatgen.py): Hypothesis conversations
 catch chat bugs the fixed conversations miss, shrink each to a message or two with the first
-divergent byte and token named; llama.cpp as a port gives no divergence on a few examples, and
-the harness renderer none but its known ones on typed content."""
+divergent byte and token named; llama.cpp as a port and the harness renderer give no divergence
+on a few examples, and typed content renders as llama.cpp's."""
 
 from __future__ import annotations
 
@@ -87,17 +87,33 @@ def _text(content) -> str:
     return content or ""
 
 
-def test_the_harness_port_diverges_on_generated_cases_only_with_typed_content(tmp_path):
-    # the harness renderer's known disagreements at 0c1e570 (README, chat check): typed content
-    # ([{"type": "text", ...}] parts) joined with a newline after an empty part, and gemma-4's
-    # template on a typed system content (llama.cpp prints the list, the renderer raises)
+def test_the_harness_port_agrees_on_generated_cases(tmp_path):
+    # Every generated case agrees or is named unsupported: none diverges, none is shrunk.
     import json
     out = tmp_path / "chat.json"
-    assert chatcheck.main(["--vocabs", "qwen2", "--examples", "8", "--json", str(out)]) in (0, 1, 4)
+    assert chatcheck.main(["--vocabs", "qwen2", "--examples", "8", "--json", str(out)]) in (0, 4)
     report = json.loads(out.read_text(encoding="utf-8"))
-    assert "port error" not in {c["outcome"] for c in report["cases"]}
-    for s in report["shrunk"]:
-        assert any(isinstance(m.get("content"), list) for m in s["conversation"]["messages"]), s
+    assert {c["outcome"] for c in report["cases"]} <= {"agree", "unsupported"} and not report["shrunk"]
+
+
+@pytest.mark.parametrize("vocab_name, content", [
+    ("qwen2", [{"type": "text", "text": ""}, {"type": "text", "text": "b"}, {"type": "text", "text": "c"}]),
+    ("gemma-4", [{"type": "text", "text": "\x85it's"}]),
+])
+def test_typed_content_renders_as_llama_cpp(vocab, vocab_name, content):
+    # What the generated phase found (--examples 100, seed 0): a string-only template joins text
+    # parts with no newline before the first one that is not empty (concat_content_parts), and
+    # gemma-4's "content | trim" prints the list as llama.cpp prints it (apply_filter's coercion,
+    # value_to_string_repr: quotes as they are, JSON for a string holding a quote).
+    from harness.engine.chatdiff import Conversation, check_one
+    from harness.tokenizer.facade import Tokenizer
+    from harness.tokenizer.serve import TokenizerBackend
+    from reference.vocabs import vocab_path
+    ref, _ = vocab(vocab_name)
+    port = TokenizerBackend(Tokenizer.from_gguf(vocab_path(vocab_name)))
+    conv = Conversation("typed", [{"role": "system", "content": content}, {"role": "user", "content": "Hi"}])
+    case, expected, got = check_one(vocab_name, port, ref, conv)
+    assert case.outcome == "agree" and got == expected, case.detail
 
 
 def test_llama_cpp_as_a_port_agrees_on_generated_cases(capsys):
