@@ -9,6 +9,15 @@ the 35 cases at 0c1e570; it answers ``unsupported`` where it has not ported llam
 step (an assistant message last, gemma-4's tool-response rewrite), so it exits 4
 (incomplete). ``PORT=llama.cpp`` gives 0 divergences.
 
+Then the generated phase (:mod:`harness.engine.chatgen`): ``--examples`` Hypothesis
+conversations per vocab (30 by default; 0 skips it), drawn from ``--seed`` (0), checked the
+same way; for each kind of divergence met (text, ids, one side raised) the smallest
+conversation that still diverges that way is printed, as JSON, with the first divergent byte
+of the rendering and the first divergent token of the ids. Generated cases count in the
+totals and the exit code like the fixed ones (``PORT=harness`` at 0c1e570, seed 0: 150
+generated, 0 divergences; with ``--examples 100`` the renderer's two typed-content
+disagreements, see the README).
+
 Exit codes as ``llama-conformance run``'s: 0 every case agreed, 1 divergences, 2 port
 errors, 3 the check could not run, 4 incomplete (some case unsupported).
 
@@ -41,43 +50,84 @@ def chat_vocabs() -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from harness.engine.chatgen import EXAMPLES, SEED
     ap = argparse.ArgumentParser(prog="python -m harness chat-check", description=__doc__.splitlines()[0])
     ap.add_argument("--port", default="harness", help="a PORT spec (harness, llama.cpp, a command with {vocab})")
     ap.add_argument("--vocabs", nargs="*", default=None, help="pinned vocab names (default: every one with a template)")
-    ap.add_argument("--json", metavar="FILE", help="also write every case (vocab, conversation, outcome, detail) as JSON")
+    ap.add_argument("--examples", type=int, default=EXAMPLES,
+                    help=f"generated conversations per vocab after the fixed ones (default {EXAMPLES}; 0: none)")
+    ap.add_argument("--seed", type=int, default=SEED, help=f"the generated phase's seed (default {SEED})")
+    ap.add_argument("--json", metavar="FILE", help="also write every case (vocab, conversation, outcome, detail) "
+                                                   "and the shrunk divergences as JSON")
     args = ap.parse_args(argv)
-    from harness.engine.chatdiff import check_vocab
     from harness.errors import HarnessError
-    from harness.ports import open_port
-    from reference.inproc import load_reference
-    from reference.vocabs import vocab_path
-
-    cases = []
+    cases, shrunk = [], []
     try:
         for name in args.vocabs or chat_vocabs():
-            ref = load_reference(vocab_path(name))
-            port = open_port(args.port, vocab_path(name), reference=ref)
-            if args.port == "harness":  # the tokenizer in process, with the chat answer its server gives
-                from harness.tokenizer.serve import TokenizerBackend
-                port = TokenizerBackend(port)
-            try:
-                cases += check_vocab(name, port, ref)
-            finally:
-                getattr(port, "close", lambda: None)()
+            got = _check(name, args)
+            cases += got[0]
+            shrunk += got[1]
     except HarnessError as e:
         print(f"chat-check: {e}", file=sys.stderr)
         return 3
-    for case in cases:
-        if case.outcome != "agree":
-            print(f"{case.vocab} [{case.conversation}]: {case.outcome}: {case.detail}")
-    counts = Counter(c.outcome for c in cases)
     code = exit_code([c.outcome for c in cases])
+    _print(args, cases, shrunk, code)
     if args.json:
         import json
         from dataclasses import asdict
         with open(args.json, "w", encoding="utf-8") as fh:
-            json.dump({"port": args.port, "exit_code": code, "cases": [asdict(c) for c in cases]}, fh, indent=1,
+            json.dump({"port": args.port, "exit_code": code, "seed": args.seed, "examples": args.examples,
+                       "cases": [asdict(c) for c in cases], "shrunk": [asdict(s) for s in shrunk]}, fh, indent=1,
                       ensure_ascii=False)
-    print(f"chat-check: port {args.port!r}, {len(cases)} case(s) on {len({c.vocab for c in cases})} vocab(s): "
-          + ", ".join(f"{counts[k]} {k}" for k in ("agree", "diverge", "port error", "unsupported")) + f"; exit {code}")
     return code
+
+
+def _check(name: str, args) -> tuple[list, list]:
+    """One vocab: its fixed cases, then (``--examples``) its generated cases and shrunk divergences."""
+    from harness.engine.chatdiff import check_vocab
+    from harness.ports import open_port
+    from reference.inproc import load_reference
+    from reference.vocabs import vocab_path
+    ref = load_reference(vocab_path(name))
+    port = open_port(args.port, vocab_path(name), reference=ref)
+    if args.port == "harness":  # the tokenizer in process, with the chat answer its server gives
+        from harness.tokenizer.serve import TokenizerBackend
+        port = TokenizerBackend(port)
+    try:
+        cases, shrunk = check_vocab(name, port, ref), []
+        if args.examples > 0:
+            from harness.engine.chatgen import generate
+            from harness.inputs.vocabtexts import vocab_texts
+            generated, shrunk = generate(name, port, ref, vocab_texts(vocab_path(name), ref),
+                                         examples=args.examples, seed=args.seed)
+            cases += generated
+        return cases, shrunk
+    finally:
+        getattr(port, "close", lambda: None)()
+
+
+def _print(args, cases: list, shrunk: list, code: int) -> None:
+    """Every fixed disagreement, the generated ones by outcome and reason, each shrunk
+    divergence with its conversation, and the totals line."""
+    import json
+
+    from harness.engine.chatgen import kind
+    fixed = [c for c in cases if not c.conversation.startswith("generated")]
+    for case in fixed:
+        if case.outcome != "agree":
+            print(f"{case.vocab} [{case.conversation}]: {case.outcome}: {case.detail}")
+    groups = Counter((c.vocab, c.outcome, c.detail[:120] if c.outcome != "diverge" else kind(c.detail))
+                     for c in cases if c.conversation.startswith("generated") and c.outcome != "agree")
+    for (vocab, outcome, why), n in groups.items():
+        print(f"{vocab} [generated, {n} of {args.examples}]: {outcome}: {why}")
+    for s in shrunk:
+        msgs, chars = s.size()
+        how = f"shrunk to {msgs} message(s), {chars} content character(s)" if s.shrunk else "not shrunk"
+        conv = s.conversation
+        request = {"messages": conv.messages, "tools": conv.tools,
+                   "add_generation_prompt": conv.add_generation_prompt, "kwargs": conv.kwargs}
+        print(f"{s.vocab} [generated, {how}]: diverge: {s.detail}\n    {json.dumps(request, ensure_ascii=False)}")
+    counts = Counter(c.outcome for c in cases)
+    print(f"chat-check: port {args.port!r}, {len(cases)} case(s) on {len({c.vocab for c in cases})} vocab(s) "
+          f"({len(fixed)} fixed, {len(cases) - len(fixed)} generated, seed {args.seed}): "
+          + ", ".join(f"{counts[k]} {k}" for k in ("agree", "diverge", "port error", "unsupported")) + f"; exit {code}")

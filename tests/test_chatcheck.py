@@ -40,14 +40,14 @@ def test_the_vocabs_that_carry_a_template():
 
 def test_the_harness_port_agrees_and_names_what_it_does_not_render(capsys):
     # the one case left: an assistant message last, continued (prefill_assistant), not ported
-    assert chatcheck.main(["--vocabs", "qwen2"]) == 4
+    assert chatcheck.main(["--vocabs", "qwen2", "--examples", "0"]) == 4
     out = capsys.readouterr().out
     assert f"{len(CONVERSATIONS) - 1} agree, 0 diverge, 0 port error, 1 unsupported; exit 4" in out
     assert "continuing a final assistant message" in out
 
 
 def test_llama_cpp_as_a_port_agrees_on_every_case(capsys):
-    assert chatcheck.main(["--port", "llama.cpp", "--vocabs", "qwen2", "phi-3"]) == 0
+    assert chatcheck.main(["--port", "llama.cpp", "--vocabs", "qwen2", "phi-3", "--examples", "0"]) == 0
     assert f"{2 * len(CONVERSATIONS)} agree, 0 diverge, 0 port error, 0 unsupported; exit 0" in capsys.readouterr().out
 
 

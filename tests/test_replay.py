@@ -162,7 +162,7 @@ def test_the_ci_recipes_cache_keeps_what_any_shard_found_for_the_next_workflow(t
     """The sharded workflow, each job on a fresh runner (an empty directory), its 4 shards
     each finding what its vocabs hold; the merge job's saved cache; then the single-job
     workflow, on a new runner, restores that cache and replays every shrunk input any
-    shard found, first, and finds the same causes. Only the port and the selection are
+    shard found, first, and each diverges again the same way. Only the port and the selection are
     the test's (``edit``): the cache steps, paths, keys and commands are the recipe's."""
     import os
     import shlex
@@ -197,7 +197,11 @@ def test_the_ci_recipes_cache_keeps_what_any_shard_found_for_the_next_workflow(t
     assert code == 1 and "--seed" not in line, out[-3000:]  # its own seed: only the store makes it replay
     nxt = json.loads((tmp_path / "runner6-conformance" / "reports" / "conformance.json").read_text())
     assert nxt["totals"]["replayed_inputs"] == found and nxt["run"]["replay"]["sent"] == {"local": found}
-    assert {c["title"] for c in nxt["causes"]} >= {c["title"] for c in merged["causes"]}
+    # Every shrunk input a shard found diverges again, the same way, replayed. (Not the causes'
+    # titles: which cause a case is filed under can still depend on the run's other cases and the
+    # diagnosis time budget, issue 30; a loaded machine once filed U+A9D6 under another cause.)
+    found_again = {(d["text"], tuple(d["signature"])) for d in nxt["divergences"] if d["replayed"]}
+    assert {(d["text"], tuple(d["signature"])) for d in merged["divergences"]} <= found_again
     assert len(gha.cache) == 2  # the single job saved its store under its own run's key
 
 

@@ -205,7 +205,25 @@ def to_text(value) -> str:
         return out + "0" if out.endswith(".") else out
     if isinstance(value, jinja2.Undefined):
         return ""
+    if isinstance(value, list):
+        return "[" + ", ".join(map(_repr, value)) + "]"
+    if isinstance(value, tuple):
+        return "(" + ", ".join(map(_repr, value)) + ("," if len(value) == 1 else "") + ")"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_repr(k)}: {_repr(v)}" for k, v in value.items()) + "}"
     return str(value)
+
+
+def _repr(value) -> str:
+    """llama.cpp's ``value_to_string_repr``, an item of a printed list or dict: a string in single
+    quotes as it is, or as JSON when it holds a single quote; anything else printed.
+
+    >>> print(to_text([{"type": "text", "text": "a"}, "it's", 1, None]))
+    [{'type': 'text', 'text': 'a'}, "it's", 1, None]
+    """
+    if isinstance(value, str):
+        return _json(value, None, ", ", ": ") if "'" in value else f"'{value}'"
+    return to_text(value)
 
 
 def raise_exception(message) -> None:
@@ -321,6 +339,11 @@ ON_UNDEFINED = {**dict.fromkeys(("capitalize", "join", "lower", "replace", "safe
                                  "sort", "unique"), ())}
 
 
+#: Filters that, named without arguments, read a defined non-string input as its text first
+#: (runtime.cpp, apply_filter: "Coercing %s to String"): ``[{'type': 'text'}] | trim`` is that list's text.
+COERCED = ("capitalize", "lower", "replace", "strip", "trim", "title", "upper", "wordcount")
+
+
 def _tracked(op, fn):
     """``fn`` (a filter or a test) marking its input used, with ``op``, for the caps probes; a filter
     of an undefined value gives llama.cpp's empty answer."""
@@ -328,6 +351,8 @@ def _tracked(op, fn):
         Stats.mark(value, op)
         if isinstance(value, jinja2.Undefined) and op in ON_UNDEFINED:
             return list(ON_UNDEFINED[op]) if isinstance(ON_UNDEFINED[op], tuple) else ON_UNDEFINED[op]
+        if op in COERCED and not args and not kwargs and not isinstance(value, (str, jinja2.Undefined)):
+            value = to_text(value)
         return fn(value, *args, **kwargs)
     wrapped.jinja_pass_arg = getattr(fn, "jinja_pass_arg", None)
     if wrapped.jinja_pass_arg is not None:  # context/environment filters get it first: mark the value after it

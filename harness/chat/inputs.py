@@ -104,6 +104,26 @@ def tools(request_tools: list | None) -> list | None:
     return out or None
 
 
+def concat_content_parts(parts: list) -> str:
+    """common/chat.cpp's ``concat_content_parts``: text parts joined by newlines, none before the
+    first text that is not empty nor after a media marker; parts of other types left out.
+
+    >>> concat_content_parts([{"type": "text", "text": ""}, {"type": "text", "text": "b"}, {"type": "text", "text": "c"}])
+    'b\\nc'
+    """
+    text, after_marker = "", False
+    for part in parts:
+        kind = part.get("type", "")
+        if kind == "text":
+            newline, after_marker = not after_marker and text != "", False
+        elif kind == "media_marker":
+            newline, after_marker = False, True
+        else:
+            continue
+        text += ("\n" if newline else "") + part.get("text", "")
+    return text
+
+
 def normalize(msgs: list, caps: dict) -> list:
     """``messages_inp_normalizer``: string content as typed parts for a typed-only template, parts joined
     by newlines for a string-only one."""
@@ -115,7 +135,7 @@ def normalize(msgs: list, caps: dict) -> list:
         if only_typed and isinstance(m.get("content"), str):
             m["content"] = [{"type": "text", "text": m["content"]}]
         elif only_string and isinstance(m.get("content"), list):
-            m["content"] = "\n".join(p.get("text", "") for p in m["content"] if p.get("type") == "text")
+            m["content"] = concat_content_parts(m["content"])
         out.append(m)
     return out
 

@@ -85,12 +85,19 @@ def compare(expected: ChatAnswer, got: ChatAnswer) -> str:
     if got.data != expected.data:
         return _where(expected.data, got.data)
     if got.ids is not None and got.ids != expected.ids:
-        k = next((i for i, (a, b) in enumerate(zip(expected.ids, got.ids)) if a != b),
-                 min(len(expected.ids), len(got.ids)))
-        return (f"ids differ at index {k}: llama.cpp {expected.ids[max(0, k - 2):k + 6]}, "
-                f"port {got.ids[max(0, k - 2):k + 6]} (llama-server tokenizes the prompt with "
-                "add_special and parse_special true)")
+        return where_ids(expected.ids, got.ids) + (" (llama-server tokenizes the prompt with add_special and "
+                                                   "parse_special true)")
     return ""
+
+
+def where_ids(ref: list[int], got: list[int]) -> str:
+    """The first divergent token of two id lists, with a few ids of context.
+
+    >>> where_ids([1, 2, 3], [1, 2, 4, 5])
+    'ids differ at index 2: llama.cpp [1, 2, 3], port [1, 2, 4, 5]'
+    """
+    k = next((i for i, (a, b) in enumerate(zip(ref, got)) if a != b), min(len(ref), len(got)))
+    return f"ids differ at index {k}: llama.cpp {ref[max(0, k - 2):k + 6]}, port {got[max(0, k - 2):k + 6]}"
 
 
 def reference_answer(ref, conv: Conversation) -> ChatAnswer:
@@ -104,27 +111,31 @@ def reference_answer(ref, conv: Conversation) -> ChatAnswer:
     return ChatAnswer(out.data, out.ids)
 
 
+def check_one(vocab: str, port, ref, conv: Conversation) -> tuple[ChatCase, ChatAnswer | None, ChatAnswer | None]:
+    """One conversation through ``port.chat`` and the reference: its ChatCase, llama.cpp's
+    answer and the port's (None when it gave none)."""
+    expected = reference_answer(ref, conv)
+    chat = getattr(port, "chat", None)
+    try:
+        if chat is None:
+            raise PortUnsupported("chat (this port does not render chat templates)")
+        got = chat(None, conv.messages, tools=conv.tools, add_generation_prompt=conv.add_generation_prompt,
+                   kwargs=conv.kwargs, builtin=False)
+    except (PortUnsupported, NotImplementedError) as e:
+        return ChatCase(vocab, conv.name, "unsupported", _line(e)), expected, None
+    except PortError as e:
+        return ChatCase(vocab, conv.name, "port error", _line(e)), expected, None
+    if not isinstance(got, ChatAnswer):
+        return (ChatCase(vocab, conv.name, "port error", f"chat returned {type(got).__name__} (expected a ChatAnswer)"),
+                expected, None)
+    why = compare(expected, got)
+    return ChatCase(vocab, conv.name, "diverge" if why else "agree", why), expected, got
+
+
+def _line(e: Exception) -> str:
+    return (str(e).splitlines() or [type(e).__name__])[0][:300]
+
+
 def check_vocab(vocab: str, port, ref, conversations=CONVERSATIONS) -> list[ChatCase]:
     """Every conversation through ``port.chat`` and the reference; one ChatCase each."""
-    out = []
-    for conv in conversations:
-        expected = reference_answer(ref, conv)
-        chat = getattr(port, "chat", None)
-        try:
-            if chat is None:
-                raise PortUnsupported("chat (this port does not render chat templates)")
-            got = chat(None, conv.messages, tools=conv.tools, add_generation_prompt=conv.add_generation_prompt,
-                       kwargs=conv.kwargs, builtin=False)
-        except (PortUnsupported, NotImplementedError) as e:
-            out.append(ChatCase(vocab, conv.name, "unsupported", str(e).splitlines()[0][:300]))
-            continue
-        except PortError as e:
-            out.append(ChatCase(vocab, conv.name, "port error", str(e).splitlines()[0][:300]))
-            continue
-        if not isinstance(got, ChatAnswer):
-            out.append(ChatCase(vocab, conv.name, "port error",
-                                f"chat returned {type(got).__name__} (expected a ChatAnswer)"))
-            continue
-        why = compare(expected, got)
-        out.append(ChatCase(vocab, conv.name, "diverge" if why else "agree", why))
-    return out
+    return [check_one(vocab, port, ref, conv)[0] for conv in conversations]
