@@ -127,7 +127,7 @@ coverage: reference $(VENV)/.coverage
 # so its reference is built too (about 5 minutes the first time).
 scoreboard: reference scoreboard-deps
 	PIN=$${SCOREBOARD_OLD_PIN:-4df29be} $(MAKE) --no-print-directory reference
-	$(CLI) scoreboard --out $(REPORTS) --jobs $(JOBS) $(if $(PORTS),--ports $(PORTS),) $(if $(SNAPSHOT),--snapshot,) $(if $(ADAPTER_ONLY),--adapter-only,)
+	$(CLI) scoreboard --out $(REPORTS) --jobs $(JOBS) $(if $(PORTS),--ports $(PORTS),) $(if $(SNAPSHOT),--snapshot,) $(if $(CHECKS_ONLY),--checks-only,)
 
 # The README's scoreboard table, rewritten from docs/scoreboard.json (tests/test_scoreboard.py checks it).
 scoreboard-readme: $(STAMP)

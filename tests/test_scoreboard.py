@@ -165,7 +165,7 @@ def test_every_port_on_the_board_answers_as_its_package_called_directly():
         assert port.direct, f"{port.name}: port.json has no 'direct' program"
         check = rows[port.name].get("adapter") or {}
         assert check.get("checked"), (f"{port.name}: no adapter check on the board ({check.get('why', 'not run')}); "
-                                      f"run make scoreboard PORTS={port.name} ADAPTER_ONLY=1 SNAPSHOT=1")
+                                      f"run make scoreboard PORTS={port.name} CHECKS_ONLY=1 SNAPSHOT=1")
         assert check["equal"] == check["requests"], (port.name, [d for v in check["vocabs"] for d in v["differ"]][:2])
 
 
@@ -333,8 +333,8 @@ def test_the_adapter_check_finds_logic_that_is_not_the_packages(tmp_path):
     assert check_adapter(dataclasses.replace(port, direct=""), vocab_path)["checked"] is False
 
 
-def test_an_adapter_check_alone_sets_that_rows_check_and_keeps_the_rest(tmp_path, capsys):
-    # make scoreboard PORTS=x ADAPTER_ONLY=1 SNAPSHOT=1: the snapshot's row for x takes the new
+def test_the_checks_alone_set_that_rows_checks_and_keep_the_rest(tmp_path, capsys):
+    # make scoreboard PORTS=x CHECKS_ONLY=1 SNAPSHOT=1: the snapshot's row for x takes the new
     # check; its cells, causes and engine, and every other row, stay as they were.
     d = _port(tmp_path / "ports", "python", "sentencepiece")
     (d / "direct").write_text((d / "serve").read_text().replace("faulty_port.py", "faulty_port.py --bugs digits"))
@@ -344,14 +344,16 @@ def test_an_adapter_check_alone_sets_that_rows_check_and_keeps_the_rest(tmp_path
     docs.mkdir()
     (docs / "scoreboard.json").write_text((REPO / "docs" / "scoreboard.json").read_text(encoding="utf-8"), encoding="utf-8")
     before = json.loads((docs / "scoreboard.json").read_text())
-    argv = ["--adapter-only", "--snapshot", "--ports", "sentencepiece", "--ports-root", str(tmp_path / "ports"),
+    argv = ["--checks-only", "--snapshot", "--ports", "sentencepiece", "--ports-root", str(tmp_path / "ports"),
             "--docs", str(docs), "--out", str(tmp_path / "out"), "--vocabs", "llama-spm"]
     assert board.main(argv) == 1  # serve has no digits bug, direct has: answers differ
     after = json.loads((docs / "scoreboard.json").read_text())
     [old] = [r for r in before["ports"] if r["name"] == "sentencepiece"]
     [new] = [r for r in after["ports"] if r["name"] == "sentencepiece"]
     assert new["adapter"]["checked"] and new["adapter"]["equal"] < new["adapter"]["requests"]
-    assert {k: v for k, v in new.items() if k != "adapter"} == {k: v for k, v in old.items() if k != "adapter"}
+    assert new["chat"] is None  # no chat program: no chat check (chat_check's own test runs one)
+    assert {k: v for k, v in new.items() if k not in ("adapter", "chat")} == {k: v for k, v in old.items()
+                                                                             if k not in ("adapter", "chat")}
     assert [r for r in after["ports"] if r["name"] != "sentencepiece"] == [r for r in before["ports"] if r["name"] != "sentencepiece"]
     assert "answers differ" in (docs / "scoreboard.md").read_text() and "answers differ" in capsys.readouterr().err
     (d / "direct").write_text((d / "serve").read_text())
@@ -359,7 +361,7 @@ def test_an_adapter_check_alone_sets_that_rows_check_and_keeps_the_rest(tmp_path
     [new] = [r for r in json.loads((docs / "scoreboard.json").read_text())["ports"] if r["name"] == "sentencepiece"]
     assert new["adapter"]["equal"] == new["adapter"]["requests"]
     with pytest.raises(HarnessError, match="no row for nowhere"):
-        board.with_checks(docs, {"nowhere": {"checked": False, "why": "x"}})
+        board.with_checks(docs, {"nowhere": {"adapter": {"checked": False, "why": "x"}, "chat": None}})
 
 
 @pytest.mark.reference

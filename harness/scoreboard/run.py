@@ -242,9 +242,9 @@ def parse_args(argv):
                    help="build and run nothing: summarise what the last runs left in OUT/scoreboard/")
     p.add_argument("--adapter-check", action="store_true",
                    help="with --no-run: run each port's adapter check again (its built serve and direct) into its steps.json")
-    p.add_argument("--adapter-only", action="store_true",
-                   help="build each port and run its adapter check, nothing else; with --snapshot, set those "
-                   "rows' adapter check in DOCS/scoreboard.json and keep the rest of each row")
+    p.add_argument("--checks-only", action="store_true",
+                   help="build each port and run its adapter and chat checks, not the engine; with --snapshot, "
+                   "set those rows' checks in DOCS/scoreboard.json and keep the rest of each row")
     p.add_argument("--docs", default="docs", help="where pin-diff reports and the snapshot live")
     p.add_argument("--snapshot", action="store_true", help="also copy scoreboard.json/.md into --docs")
     p.add_argument("--readme", metavar="FILE", help="run nothing: rewrite FILE's scoreboard table from "
@@ -263,8 +263,8 @@ def main(argv: list[str] | None = None) -> int:
                       check=bool(args.check_readme))
     if args.check_fresh:
         return check_fresh(Path(args.docs) / "scoreboard.json", Path(args.ports_root))
-    if args.adapter_only:
-        return adapter_only(select(discover(Path(args.ports_root)), args.ports), Path(args.out), args)
+    if args.checks_only:
+        return checks_only(select(discover(Path(args.ports_root)), args.ports), Path(args.out), args)
     from reference.vocabs import names
     ports = select(discover(Path(args.ports_root)), args.ports)
     vocabs = sorted(args.vocabs or names())
@@ -287,14 +287,14 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def adapter_only(ports: list[Port], out: Path, args) -> int:
-    """``--adapter-only``: build each port and run its adapter check (into its steps.json when a
-    run left one); with ``--snapshot``, those rows of DOCS/scoreboard.json take the new check and
-    keep their cells, causes and engine: the check compares the port with its package and never
-    runs the engine, so a row stays as fresh as it was. 0, or 1 when a check found answers that
-    differ or could not run.
+def checks_only(ports: list[Port], out: Path, args) -> int:
+    """``--checks-only``: build each port and run the two checks that never run the engine, the
+    adapter check and the chat check (into its steps.json when a run left one); with
+    ``--snapshot``, those rows of DOCS/scoreboard.json take the new checks and keep their cells,
+    causes and engine, so a row stays as fresh as it was. 0, or 1 when an adapter check found
+    answers that differ or could not run.
 
-    ``make scoreboard PORTS=x ADAPTER_ONLY=1 SNAPSHOT=1 && make scoreboard-readme``
+    ``make scoreboard PORTS=x CHECKS_ONLY=1 SNAPSHOT=1 && make scoreboard-readme``
     """
     checks = {}
     for port in ports:
@@ -302,17 +302,17 @@ def adapter_only(ports: list[Port], out: Path, args) -> int:
         pdir.mkdir(parents=True, exist_ok=True)
         built = build_port(port.directory, port.build, pdir / "build.log")
         say(f"[{port.name}] build {'ok' if built.ok else 'FAILED'} in {built.seconds:.0f} s {built.reason}")
-        checks[port.name] = (adapter_check(port, args) if built.ok
-                             else {"checked": False, "why": f"build failed: {built.reason}"})
+        failed = {"checked": False, "why": f"build failed: {built.reason}"}
+        checks[port.name] = {"adapter": adapter_check(port, args) if built.ok else failed,
+                             "chat": chat_check(port, pdir, args.vocabs) if built.ok else None}
         if (pdir / "steps.json").is_file():
             steps = json.loads((pdir / "steps.json").read_text(encoding="utf-8"))
-            (pdir / "steps.json").write_text(json.dumps(dict(steps, adapter=checks[port.name]), indent=1),
-                                             encoding="utf-8")
+            (pdir / "steps.json").write_text(json.dumps(steps | checks[port.name], indent=1), encoding="utf-8")
     for name, check in checks.items():
-        say(f"[{name}] {adapter_line(check)}")
+        say(f"[{name}] {adapter_line(check['adapter'])}")
     if args.snapshot:
         with_checks(Path(args.docs), checks)
-    return 1 if any(p.direct and not agrees(checks[p.name]) for p in ports) else 0
+    return 1 if any(p.direct and not agrees(checks[p.name]["adapter"]) for p in ports) else 0
 
 
 def agrees(check: dict) -> bool:
@@ -321,23 +321,23 @@ def agrees(check: dict) -> bool:
 
 
 def with_checks(docs: Path, checks: dict[str, dict]) -> None:
-    """DOCS/scoreboard.json and .md with ``checks`` as those rows' adapter checks."""
+    """DOCS/scoreboard.json and .md with ``checks`` (``{port: {"adapter": ..., "chat": ...}}``)
+    as those rows' adapter and chat checks."""
     snapshot = docs / "scoreboard.json"
     try:
         board = json.loads(snapshot.read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
-        raise HarnessError(f"{snapshot}: cannot read the snapshot to set adapter checks in ({e}); "
+        raise HarnessError(f"{snapshot}: cannot read the snapshot to set adapter and chat checks in ({e}); "
                            "run make scoreboard SNAPSHOT=1 first") from e
     missing = sorted(set(checks) - {r["name"] for r in board["ports"]})
     if missing:
         raise HarnessError(f"{snapshot}: no row for {', '.join(missing)}; run make scoreboard "
                            f"PORTS=\"{' '.join(missing)}\" SNAPSHOT=1 to add one")
     for row in board["ports"]:
-        if row["name"] in checks:
-            row["adapter"] = checks[row["name"]]
+        row.update(checks.get(row["name"], {}))
     snapshot.write_text(portable(json_text(board)), encoding="utf-8")
     (docs / "scoreboard.md").write_text(portable(markdown(board)), encoding="utf-8")
-    say(f"adapter checks of {', '.join(checks)} set in {snapshot} and scoreboard.md")
+    say(f"adapter and chat checks of {', '.join(checks)} set in {snapshot} and scoreboard.md")
 
 
 def merged(board: dict, snapshot: Path, order: list[str]) -> dict:
