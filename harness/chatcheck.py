@@ -18,6 +18,11 @@ totals and the exit code like the fixed ones (``PORT=harness`` at 0c1e570, seed 
 generated, 0 divergences; with ``--examples 100`` the renderer's two typed-content
 disagreements, see the README).
 
+Then the causes (:mod:`harness.engine.chatcauses`): each divergent case explained by the
+first catalogue variant (a named port defect) that reproduces the port's answer, else grouped
+as ``unexplained (chat): ...`` by the edit at its first divergent byte; one line per cause with
+its cases count and smallest conversation (``--json``: ``causes``).
+
 Exit codes as ``llama-conformance run``'s: 0 every case agreed, 1 divergences, 2 port
 errors, 3 the check could not run, 4 incomplete (some case unsupported).
 

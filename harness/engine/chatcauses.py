@@ -66,9 +66,9 @@ def _rerender(v: ChatVocab, conv, **setting) -> ChatAnswer | None:
     """The harness renderer's answer under ``setting`` (None where it does not cover the request)."""
     from harness.chat.render import ChatRaised, ChatUnsupported, render
     try:
-        text = render(v.template_for(conv), conv.messages, tools=conv.tools, add_generation_prompt=conv.add_generation_prompt,
-                      kwargs=conv.kwargs, bos_token=v.bos_text, eos_token=v.eos_text, add_bos=v.add_bos,
-                      add_eos=v.add_eos, **setting).text
+        text = render(v.template_for(conv), conv.messages, tools=conv.tools,
+                      add_generation_prompt=conv.add_generation_prompt, kwargs=conv.kwargs, bos_token=v.bos_text,
+                      eos_token=v.eos_text, add_bos=v.add_bos, add_eos=v.add_eos, **setting).text
     except ChatRaised as e:
         return ChatAnswer(raised=str(e))
     except (ChatUnsupported, RecursionError):

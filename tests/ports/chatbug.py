@@ -80,7 +80,8 @@ class Jinja2Chat:
         from harness.tokenizer.serve import TokenizerBackend
         v = self.tok.vocab
         try:
-            text = render(template or self.template or TokenizerBackend(self.tok)._template(None, tools), messages, tools=tools,
+            own = template or self.template or TokenizerBackend(self.tok)._template(None, tools)
+            text = render(own, messages, tools=tools,
                           add_generation_prompt=add_generation_prompt, kwargs=kwargs, bos_token=self._text(v.bos),
                           eos_token=self._text(v.eos), add_bos=v.add_bos, add_eos=v.add_eos, **self.setting).text
         except ChatRaised as e:
