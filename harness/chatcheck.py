@@ -18,6 +18,11 @@ totals and the exit code like the fixed ones (``PORT=harness`` at 0c1e570, seed 
 generated, 0 divergences; with ``--examples 100`` the renderer's two typed-content
 disagreements, see the README).
 
+Then the causes (:mod:`harness.engine.chatcauses`): each divergent case explained by the
+first catalogue variant (a named port defect) that reproduces the port's answer, else grouped
+as ``unexplained (chat): ...`` by the edit at its first divergent byte; one line per cause with
+its cases count and smallest conversation (``--json``: ``causes``).
+
 Exit codes as ``llama-conformance run``'s: 0 every case agreed, 1 divergences, 2 port
 errors, 3 the check could not run, 4 incomplete (some case unsupported).
 
@@ -61,25 +66,51 @@ def main(argv: list[str] | None = None) -> int:
                                                    "and the shrunk divergences as JSON")
     args = ap.parse_args(argv)
     from harness.errors import HarnessError
-    cases, shrunk = [], []
+    from harness.engine.chatcauses import causes
+    cases, shrunk, vocabs = [], [], {}
     try:
         for name in args.vocabs or chat_vocabs():
             got = _check(name, args)
             cases += got[0]
             shrunk += got[1]
+            if any(c.outcome == "diverge" for c in got[0]):
+                vocabs[name] = chat_vocab(name)
+        found = causes(cases, vocabs)
     except HarnessError as e:
         print(f"chat-check: {e}", file=sys.stderr)
         return 3
     code = exit_code([c.outcome for c in cases])
-    _print(args, cases, shrunk, code)
+    _print(args, cases, shrunk, code, found)
     if args.json:
         import json
         from dataclasses import asdict
         with open(args.json, "w", encoding="utf-8") as fh:
             json.dump({"port": args.port, "exit_code": code, "seed": args.seed, "examples": args.examples,
-                       "cases": [asdict(c) for c in cases], "shrunk": [asdict(s) for s in shrunk]}, fh, indent=1,
+                       "cases": [c.to_json() for c in cases], "shrunk": [asdict(s) for s in shrunk],
+                       "causes": [c.to_json() for c in found]}, fh, indent=1,
                       ensure_ascii=False)
     return code
+
+
+def chat_vocab(name: str):
+    """The pinned vocab's :class:`~harness.engine.chatcauses.ChatVocab`: its template, BOS/EOS
+    texts and flags (read by the harness tokenizer, as llama-server reads them) and llama.cpp's
+    tokenizer."""
+    from harness.engine.chatcauses import ChatVocab
+    from harness.tokenizer.facade import Tokenizer
+    from harness.tokenizer.gguf.reader import GGUFReader
+    from reference.inproc import load_reference
+    from reference.vocabs import vocab_path
+    tok, ref = Tokenizer.from_gguf(vocab_path(name)), load_reference(vocab_path(name))
+    v = tok.vocab
+
+    def text(token_id) -> str:
+        return "" if token_id is None else tok.token_to_piece(token_id, special=True).decode("utf-8", "replace")
+    with GGUFReader(vocab_path(name)) as reader:
+        template = reader.fields.get("tokenizer.chat_template") or ""
+        tool_use = reader.fields.get("tokenizer.chat_template.tool_use") or ""
+    return ChatVocab(template, text(v.bos), text(v.eos), v.add_bos, v.add_eos, v.bos,
+                     lambda data, add, parse: ref.encode(data, add_special=add, parse_special=parse), tool_use)
 
 
 def _check(name: str, args) -> tuple[list, list]:
@@ -106,9 +137,9 @@ def _check(name: str, args) -> tuple[list, list]:
         getattr(port, "close", lambda: None)()
 
 
-def _print(args, cases: list, shrunk: list, code: int) -> None:
+def _print(args, cases: list, shrunk: list, code: int, found: list = ()) -> None:
     """Every fixed disagreement, the generated ones by outcome and reason, each shrunk
-    divergence with its conversation, and the totals line."""
+    divergence with its conversation, the causes, and the totals line."""
     import json
 
     from harness.engine.chatgen import kind
@@ -127,7 +158,20 @@ def _print(args, cases: list, shrunk: list, code: int) -> None:
         request = {"messages": conv.messages, "tools": conv.tools,
                    "add_generation_prompt": conv.add_generation_prompt, "kwargs": conv.kwargs}
         print(f"{s.vocab} [generated, {how}]: diverge: {s.detail}\n    {json.dumps(request, ensure_ascii=False)}")
+    _print_causes(found)
     counts = Counter(c.outcome for c in cases)
     print(f"chat-check: port {args.port!r}, {len(cases)} case(s) on {len({c.vocab for c in cases})} vocab(s) "
           f"({len(fixed)} fixed, {len(cases) - len(fixed)} generated, seed {args.seed}): "
           + ", ".join(f"{counts[k]} {k}" for k in ("agree", "diverge", "port error", "unsupported")) + f"; exit {code}")
+
+
+def _print_causes(found: list) -> None:
+    """Each cause: its title, how many cases, the smallest conversation and where it diverges."""
+    import json
+    for n, cause in enumerate(found, 1):
+        ex = cause.example()
+        conv = ex.evidence[0]
+        print(f"cause {n}: {cause.title} ({len(cause.cases)} case(s))" + (f"; llama.cpp: {cause.rule}" if cause.rule
+                                                                            else ""))
+        print(f"    e.g. {ex.vocab} [{ex.conversation}] {json.dumps(conv.messages, ensure_ascii=False)[:300]}\n"
+              f"    {ex.detail}")

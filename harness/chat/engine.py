@@ -368,12 +368,25 @@ def _string_filter(value):
     return to_text(value)
 
 
-def environment() -> LlamaEnvironment:
-    """A fresh environment configured as llama.cpp's engine (see the module docstring)."""
-    env = LlamaEnvironment(trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=False,
+def jinja2_tojson(value, indent=None, **_) -> str:
+    """Jinja2's own ``tojson`` (``htmlsafe_json_dumps``: keys sorted, ASCII and ``<>&'`` escaped):
+    what a port that keeps Jinja2's filter renders (the chat causes' variant, not llama.cpp's).
+
+    >>> jinja2_tojson({"b": "é<", "a": 1})
+    '{"a": 1, "b": "\\\\u00e9\\\\u003c"}'
+    """
+    return str(jinja2.utils.htmlsafe_json_dumps(value, indent=indent, sort_keys=True))
+
+
+def environment(jinja2_whitespace: bool = False, jinja2_json: bool = False) -> LlamaEnvironment:
+    """A fresh environment configured as llama.cpp's engine (see the module docstring); with
+    ``jinja2_whitespace`` Jinja2's whitespace defaults instead (``trim_blocks``/``lstrip_blocks``
+    off), with ``jinja2_json`` Jinja2's ``tojson``: what ports with those defects render."""
+    env = LlamaEnvironment(trim_blocks=not jinja2_whitespace, lstrip_blocks=not jinja2_whitespace,
+                           keep_trailing_newline=False,
                            undefined=LlamaUndefined, extensions=[loopcontrols, GenerationBlock], finalize=to_text, autoescape=False)
     env.filters.update({
-        "tojson": tojson, "trim": lambda s, chars=None: _strip(s, chars), "upper": STRING_METHODS["upper"],
+        "tojson": jinja2_tojson if jinja2_json else tojson, "trim": lambda s, chars=None: _strip(s, chars), "upper": STRING_METHODS["upper"],
         "lower": STRING_METHODS["lower"], "title": _title, "capitalize": _capitalize, "string": _string_filter,
         "safe": _string_filter,
     })

@@ -96,11 +96,12 @@ def patch_source(source: str) -> str:
 
 
 @lru_cache(maxsize=64)
-def load(source: str) -> Template:
-    """The compiled, probed template (cached per source); ChatRaised if it does not parse."""
+def load(source: str, jinja2_whitespace: bool = False, jinja2_json: bool = False) -> Template:
+    """The compiled, probed template (cached per source and setting); ChatRaised if it does not
+    parse. The two flags switch to Jinja2's defaults (:func:`harness.chat.engine.environment`)."""
     source = _patched(source)
     try:
-        compiled = environment().from_string(source)
+        compiled = environment(jinja2_whitespace, jinja2_json).from_string(source)
     except jinja2.TemplateSyntaxError as e:
         raise ChatRaised(f"the template does not parse: {e}") from None
     return Template(source, compiled, probe_caps(compiled))
@@ -265,11 +266,12 @@ def _trimmed(m: dict) -> dict:
 
 def render(template: str, messages: list, *, tools: list | None = None, add_generation_prompt: bool = True,
            kwargs: dict | None = None, bos_token: str = "", eos_token: str = "", add_bos: bool = False,
-           add_eos: bool = False) -> Prompt:
+           add_eos: bool = False, jinja2_whitespace: bool = False, jinja2_json: bool = False) -> Prompt:
     """A chat request through the template as llama-server renders it (``template`` "" is chatml).
 
     ``add_bos``/``add_eos`` are the vocab's: a leading BOS text (trailing EOS text) is then
-    stripped, the tokenizer adds it. ChatRaised where llama.cpp raises, ChatUnsupported for
+    stripped, the tokenizer adds it. ``jinja2_whitespace``/``jinja2_json`` render with Jinja2's
+    defaults instead of llama.cpp's (what a port with that defect renders). ChatRaised where llama.cpp raises, ChatUnsupported for
     what this renderer does not cover.
     """
     kwargs = dict(kwargs or {})
@@ -279,7 +281,7 @@ def render(template: str, messages: list, *, tools: list | None = None, add_gene
     except inputs.RefusedRequest as e:
         raise ChatRaised(str(e)) from None
     server_checks(msgs, kwargs)
-    tmpl = load(template or "")
+    tmpl = load(template or "", jinja2_whitespace, jinja2_json)
     entry = specialized(tmpl.source)
     if entry is not None and entry[3]:
         raise ChatUnsupported(f"chat with the {entry[0]} template (llama.cpp's specialized handler rewrites the "

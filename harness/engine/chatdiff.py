@@ -55,6 +55,18 @@ class ChatCase:
     conversation: str
     outcome: str
     detail: str = ""
+    #: For a divergent case: (the Conversation, llama.cpp's ChatAnswer, the port's), what the
+    #: chat causes (harness/engine/chatcauses.py) explain; left out of :meth:`to_json`.
+    evidence: tuple | None = field(default=None, repr=False, compare=False)
+
+    def to_json(self) -> dict:
+        """The case as chat-check's --json writes it (no evidence).
+
+        >>> ChatCase("qwen2", "two turns", "agree").to_json()
+        {'vocab': 'qwen2', 'conversation': 'two turns', 'outcome': 'agree', 'detail': ''}
+        """
+        return {"vocab": self.vocab, "conversation": self.conversation, "outcome": self.outcome,
+                "detail": self.detail}
 
 
 def _where(ref: bytes, got: bytes) -> str:
@@ -129,7 +141,9 @@ def check_one(vocab: str, port, ref, conv: Conversation) -> tuple[ChatCase, Chat
         return (ChatCase(vocab, conv.name, "port error", f"chat returned {type(got).__name__} (expected a ChatAnswer)"),
                 expected, None)
     why = compare(expected, got)
-    return ChatCase(vocab, conv.name, "diverge" if why else "agree", why), expected, got
+    if not why:
+        return ChatCase(vocab, conv.name, "agree"), expected, got
+    return ChatCase(vocab, conv.name, "diverge", why, (conv, expected, got)), expected, got
 
 
 def _line(e: Exception) -> str:
