@@ -67,6 +67,7 @@ def test_a_jinja2_default_is_one_cause_named_after_it(qwen2, factory, title):
 
 @pytest.mark.parametrize("factory, vocab, title", [
     ("bos_doubled", "phi-3", "BOS doubled"),
+    ("bos_text_kept", "phi-3", "the rendering keeps the template's leading BOS text"),
     ("specials_plain", "qwen2", "special-token text read as plain text")])
 def test_a_broken_port_is_one_cause_in_chat_check(tmp_path, capsys, factory, vocab, title):
     out = tmp_path / "chat.json"

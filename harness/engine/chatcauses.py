@@ -88,6 +88,21 @@ def _rerendered(**setting) -> Callable:
     return answer
 
 
+def bos_text_kept(v: ChatVocab, conv, expected: ChatAnswer) -> ChatAnswer | None:
+    """The template's BOS text kept in the rendering, and no second BOS added: llama.cpp's ids,
+    the rendering with the BOS text llama-server strips. (A port that answers text only shows
+    no more than this, so it comes before ``bos_doubled``.)
+
+    >>> from types import SimpleNamespace as Conversation
+    >>> v = ChatVocab("{{ bos_token }}", "<s>", "", True, False, 1, None)
+    >>> bos_text_kept(v, Conversation(tools=None), ChatAnswer(b"hi", [1, 5]))
+    ChatAnswer(data=b'<s>hi', ids=[1, 5], raised=None)
+    """
+    if expected.raised is not None or not v.add_bos or "bos_token" not in v.template_for(conv):
+        return None
+    return ChatAnswer(v.bos_text.encode() + expected.data, expected.ids)
+
+
 def bos_doubled(v: ChatVocab, conv, expected: ChatAnswer) -> ChatAnswer | None:
     """The template's BOS text kept in the prompt, and the tokenizer adds BOS again.
 
@@ -154,6 +169,9 @@ _LEXER = "trim_blocks and lstrip_blocks on (common/jinja/lexer.cpp, \"default co
 CATALOGUE = (
     Variant("jinja2-whitespace", "Jinja2's whitespace defaults: trim_blocks and lstrip_blocks off", _LEXER,
             _rerendered(jinja2_whitespace=True)),
+    Variant("bos-text-kept", "the rendering keeps the template's leading BOS text (the prompt ids are "
+            "llama.cpp's: no second BOS)", "a leading bos_token text is stripped when the vocab adds BOS "
+            "(common/chat.cpp, common_chat_template_direct_apply_impl)", bos_text_kept),
     Variant("bos-doubled", "BOS doubled: the rendering's BOS text kept and BOS added again by the tokenizer",
             "a leading bos_token text is stripped when the vocab adds BOS (common/chat.cpp, "
             "common_chat_template_direct_apply_impl)", bos_doubled),

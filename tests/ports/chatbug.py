@@ -128,6 +128,12 @@ def bos_doubled(vocab_path: str) -> RetokenizedChat:
                            lambda data, ref: ref.encode(data, add_special=True, parse_special=True))
 
 
+def bos_text_kept(vocab_path: str) -> RetokenizedChat:
+    """llama-cpp-python 0.3.36's way: the BOS text kept, the prompt tokenized without adding BOS."""
+    return RetokenizedChat(vocab_path, lambda data, ref: _bos_text(ref) + data,
+                           lambda data, ref: ref.encode(data, add_special=False, parse_special=True))
+
+
 def specials_plain(vocab_path: str) -> RetokenizedChat:
     return RetokenizedChat(vocab_path, lambda data, ref: data,
                            lambda data, ref: ref.encode(data, add_special=True, parse_special=False))
