@@ -195,12 +195,18 @@ def adapter_line(check: dict | None) -> str:
             f"{json.dumps(first['direct'], ensure_ascii=False)[:120]}")
 
 
+#: Cases of a chat check listed one by one; the rest are counted (its chat.json has them all).
+CHAT_CASES_LISTED = 12
+
+
 def chat_lines(chat: dict | None) -> list[str]:
-    """The port's chat check: its outcomes, then each case that did not agree.
+    """The port's chat check: its outcomes, its causes, then the first cases that did not agree.
 
     >>> chat_lines({"cases": [{"vocab": "qwen2", "conversation": "two turns", "outcome": "agree", "detail": ""},
-    ...     {"vocab": "qwen2", "conversation": "system first", "outcome": "diverge", "detail": "ids differ"}]})[1:]
-    ['  - qwen2 [system first]: diverge: ids differ']
+    ...     {"vocab": "qwen2", "conversation": "system first", "outcome": "diverge", "detail": "ids differ"}],
+    ...     "causes": [{"title": "BOS missing", "rule": "r", "cases": 1, "example": {"vocab": "qwen2",
+    ...     "conversation": "system first", "messages": [], "detail": "ids differ"}}]})[1:]
+    ['  - chat cause: BOS missing (1 case(s)); llama.cpp: r; e.g. qwen2 [system first]: ids differ', '  - qwen2 [system first]: diverge: ids differ']
     """
     if not chat:
         return []
@@ -211,8 +217,14 @@ def chat_lines(chat: dict | None) -> list[str]:
     head = (f"- chat check (its chat program vs llama.cpp: the rendering and llama-server's prompt ids): "
             f"{len(cases)} cases on {len({c['vocab'] for c in cases})} vocab(s): "
             + ", ".join(f"{n} {o}" for o, n in counts.items() if n))
-    return [head] + [f"  - {c['vocab']} [{c['conversation']}]: {c['outcome']}: {c['detail'][:300]}"
-                     for c in cases if c["outcome"] != "agree"]
+    causes = [f"  - chat cause: {c['title']} ({c['cases']} case(s)); llama.cpp: {c['rule']}; e.g. "
+              f"{c['example']['vocab']} [{c['example']['conversation']}]: {clip(c['example']['detail'])}"
+              for c in chat.get("causes", [])]
+    rest = [c for c in cases if c["outcome"] != "agree"]
+    listed = [f"  - {c['vocab']} [{c['conversation']}]: {c['outcome']}: {c['detail'][:300]}"
+              for c in rest[:CHAT_CASES_LISTED]]
+    more = [f"  - and {len(rest) - CHAT_CASES_LISTED} more case(s) that did not agree (its chat.json)"]
+    return [head] + causes + listed + (more if len(rest) > CHAT_CASES_LISTED else [])
 
 
 def upstream_note(p: dict, c: dict, llama_cpp: str) -> str:

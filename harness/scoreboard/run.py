@@ -142,11 +142,12 @@ def chat_check(port: Port, pdir: Path, vocabs: list[str] | None = None) -> dict 
                               stdin=subprocess.DEVNULL).returncode
     say(f"[{port.name}] chat check exited {code} in {time.monotonic() - start:.0f} s")
     try:
-        cases = json.loads((pdir / "chat.json").read_text(encoding="utf-8"))["cases"]
+        found = json.loads((pdir / "chat.json").read_text(encoding="utf-8"))
+        cases, causes = found["cases"], found.get("causes", [])
     except (OSError, ValueError, KeyError) as e:
         tail = (pdir / "chat.log").read_text(encoding="utf-8", errors="replace").strip().splitlines()[-1:] or [""]
         return {"exit_code": code, "cases": [], "failure": f"chat-check exited {code} without cases ({e}): {tail[0][:300]}"}
-    return {"exit_code": code, "cases": cases, "log": f"scoreboard/{port.name}/chat.log"}
+    return {"exit_code": code, "cases": cases, "causes": causes, "log": f"scoreboard/{port.name}/chat.log"}
 
 
 def adapter_check(port: Port, args) -> dict:
