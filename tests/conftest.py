@@ -37,3 +37,12 @@ def cli():
     from reference.vocabs import vocab_path
 
     return lambda name: require(lambda: CliReference(vocab_path(name)))
+
+
+@pytest.fixture(scope="session")
+def ref_chat():
+    """:mod:`reference.chat` (llama.cpp's chat templating in process), its library built."""
+    from reference import chat
+    require(chat.chat_library)
+    return chat
+

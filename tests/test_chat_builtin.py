@@ -18,6 +18,7 @@ import pytest
 
 from harness.conformance.needs import require
 from harness.errors import ChatTemplateError
+from tests.support.chat import pinned_templates
 
 SYSTEM, USER, ASSISTANT = "system", "user", "assistant"
 
@@ -53,19 +54,6 @@ UNKNOWN_TEMPLATES = [
 VOCAB_TEMPLATES = ("command-r", "gemma-4", "phi-3", "qwen2", "qwen35")
 NAMED_ON_QWEN2 = ("chatml", "llama2-sys-bos", "gemma", "gigachat", "mistral-v7", "INVALID")
 EXPECTED_PORT = {"exact": 90, "both refuse": 31}  # refused: tools (11), INVALID (10 more), gemma-4's template (10)
-
-
-@pytest.fixture(scope="module")
-def ref_chat():
-    from reference import chat
-    require(chat.chat_library)
-    return chat
-
-
-def _templates() -> list[Path]:
-    from reference.lock import load
-    from reference.sources import make_source
-    return sorted((Path(make_source(load(), None).tree()) / "models" / "templates").glob("*.jinja"))
 
 
 def _call(fn, *args):
@@ -112,7 +100,7 @@ def test_every_builtin_name_renders_as_llama_cpp(ref_chat):
 
 
 def test_every_pinned_template_is_detected_as_llama_cpp_does(ref_chat):
-    counts, differ = compare(ref_chat, {p.name: p.read_text(encoding="utf-8") for p in _templates()})
+    counts, differ = compare(ref_chat, {p.name: p.read_text(encoding="utf-8") for p in pinned_templates()})
     print(dict(counts))
     assert dict(counts) == EXPECTED_TEMPLATES, "\n".join(differ)
 
@@ -123,7 +111,7 @@ def test_the_detected_format_is_the_one_llama_cpp_renders_with(ref_chat):
     exactly those detected as none; ``dots1`` has no name to ask llama.cpp by."""
     from harness.chat.detect import detect
     unknown = []
-    for path in _templates():
+    for path in pinned_templates():
         source, fmt = path.read_text(encoding="utf-8"), detect(path.read_text(encoding="utf-8"))
         for messages, add_ass in CONVERSATIONS.values():
             by_source = _call(ref_chat.apply_builtin, source, messages, add_ass)
@@ -143,7 +131,7 @@ def test_the_comparison_catches_an_injected_difference(ref_chat, monkeypatch):
                                                                  gen="<|im_start|>assistant\n"))
     counts, differ = compare(ref_chat, {"chatml": "chatml"})
     assert counts == {"differ": len(CONVERSATIONS)}, differ
-    counts, _ = compare(ref_chat, {p.name: p.read_text(encoding="utf-8") for p in _templates()})
+    counts, _ = compare(ref_chat, {p.name: p.read_text(encoding="utf-8") for p in pinned_templates()})
     assert counts["differ"] == 16 * len(CONVERSATIONS)  # the 16 pinned templates detected as chatml
 
 

@@ -10,12 +10,12 @@ the comparison is shown to catch an injected difference (Jinja2's defaults).
 from __future__ import annotations
 
 import collections
-from pathlib import Path
 
 import pytest
 
 from harness.conformance.needs import require
 from harness.errors import ChatTemplateError
+from tests.support.chat import pinned_templates
 
 TOOLS = [{"type": "function", "function": {"name": "add", "description": "Add two numbers", "parameters": {
     "type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}}}}]
@@ -40,19 +40,6 @@ VOCAB_TEMPLATES = ("command-r", "gemma-4", "phi-3", "qwen2", "qwen35")
 EXPECTED_TEMPLATES = {"exact": 542, "both raise": 6, "unsupported": 152}
 #: Measured at 0c1e570: the 5 vocab templates x 10 conversations, text and llama-server's ids.
 EXPECTED_VOCABS = {"exact": 43, "both raise": 1, "unsupported": 6}
-
-
-@pytest.fixture(scope="module")
-def ref_chat():
-    from reference import chat
-    require(chat.chat_library)
-    return chat
-
-
-def _templates() -> list[Path]:
-    from reference.lock import load
-    from reference.sources import make_source
-    return sorted((Path(make_source(load(), None).tree()) / "models" / "templates").glob("*.jinja"))
 
 
 def outcome(reference, harness) -> tuple[str, str]:
@@ -83,7 +70,7 @@ _REFERENCE: dict[tuple[str, str], object] = {}
 def compare_templates(ref_chat, render) -> tuple[collections.Counter, list[str]]:
     """Every pinned template x every conversation, text only; ``render`` is the harness renderer."""
     counts, differ = collections.Counter(), []
-    for path in _templates():
+    for path in pinned_templates():
         source = path.read_text(encoding="utf-8")
         for name, conv in CONVERSATIONS.items():
             kw = dict(tools=conv.get("tools"), add_generation_prompt=conv.get("add_generation_prompt", True),
