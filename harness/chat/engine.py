@@ -364,7 +364,15 @@ def _tracked(op, fn):
 
 
 def _string_filter(value):
+    """``|string``: a float's is its ``tojson`` (value.cpp maps a number's ``string`` to ``tojson``:
+    six significant digits), anything else its text.
+
+    >>> _string_filter(-4.076325972842906e+16), _string_filter(3.0), _string_filter([1])
+    ('-4.07633e+16', '3', '[1]')
+    """
     Stats.mark_deep(value)
+    if isinstance(value, float):
+        return tojson(value)
     return to_text(value)
 
 
