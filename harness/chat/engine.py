@@ -191,7 +191,27 @@ def tojson(value, ensure_ascii=False, indent=None, separators=None, sort_keys=Fa
     item_sep = seps[0] if seps else (", " if indent is None else ",")
     key_sep = seps[1] if len(seps) > 1 else ": "
     out = _json(value, indent, item_sep, key_sep)
-    return out.encode("ascii", "backslashreplace").decode().replace("\\x", "\\u00") if ensure_ascii else out
+    return _ascii_escaped(out) if ensure_ascii else out
+
+
+def _ascii_escaped(text: str) -> str:
+    """``ensure_ascii``: each non-ASCII character as ``\\uXXXX``, one outside the BMP as its
+    UTF-16 surrogate pair, lowercase hex (as llama.cpp's JSON writer).
+
+    >>> print(_ascii_escaped("é\\U000113d5"))
+    \\u00e9\\ud804\\udfd5
+    """
+    out = []
+    for c in text:
+        n = ord(c)
+        if n < 0x80:
+            out.append(c)
+        elif n < 0x10000:
+            out.append(f"\\u{n:04x}")
+        else:
+            n -= 0x10000
+            out.append(f"\\u{0xD800 + (n >> 10):04x}\\u{0xDC00 + (n & 0x3FF):04x}")
+    return "".join(out)
 
 
 def to_text(value) -> str:
@@ -363,6 +383,30 @@ def _tracked(op, fn):
     return wrapped
 
 
+def _indent(value, width=4, first=False, blank=False) -> str:
+    r"""llama.cpp's ``indent`` (value.cpp): lines split on ``\n`` alone (Jinja2's ``splitlines``
+    also splits on U+2028, U+0085 and the other line breaks), and, as its ``std::getline`` loop
+    does, no newline is written while the output is still empty.
+
+    >>> _indent("a\u2028b\nc", 2) == "a\u2028b\n  c", _indent("\nx", 2), _indent("a\n", 2, blank=True)
+    (True, 'x', 'a\n  ')
+    """
+    text = value if isinstance(value, str) else to_text(value)
+    pad = " " * width if isinstance(width, int) and not isinstance(width, bool) else \
+        width if isinstance(width, str) else "    "
+    lines = text.split("\n")[:-1] if text.endswith("\n") else text.split("\n") if text else []
+    out = ""
+    for line in lines:
+        if out:
+            out += "\n"
+        if first if not out else (line or blank):
+            out += pad
+        out += line
+    if text.endswith("\n"):
+        out += "\n" + (pad if blank else "")
+    return out
+
+
 def _string_filter(value):
     """``|string``: a float's is its ``tojson`` (value.cpp maps a number's ``string`` to ``tojson``:
     six significant digits), anything else its text.
@@ -396,7 +440,7 @@ def environment(jinja2_whitespace: bool = False, jinja2_json: bool = False) -> L
     env.filters.update({
         "tojson": jinja2_tojson if jinja2_json else tojson, "trim": lambda s, chars=None: _strip(s, chars), "upper": STRING_METHODS["upper"],
         "lower": STRING_METHODS["lower"], "title": _title, "capitalize": _capitalize, "string": _string_filter,
-        "safe": _string_filter,
+        "safe": _string_filter, "indent": _indent,
     })
     env.filters.update({name: _tracked(name, fn) for name, fn in env.filters.items()})
     env.tests.update({name: _tracked("test_is_" + name, fn) for name, fn in env.tests.items()})
