@@ -225,6 +225,17 @@ def _hypothesis(strategy, body, examples: int, seed: int, shrink: bool) -> None:
         with_seed(seed)(test)()
 
 
+def draw(vt: VocabTexts, examples: int = EXAMPLES, seed: int = SEED) -> list[Conversation]:
+    """``examples`` conversations of :func:`conversations`, the same ones for the same seed.
+
+    >>> len(draw(VocabTexts(("a",), ("<s>",)), 3)) == 3
+    True
+    """
+    out: list[Conversation] = []
+    _hypothesis(conversations(vt), out.append, examples, seed, shrink=False)
+    return out
+
+
 def generate(vocab: str, port, ref, vt: VocabTexts, *, examples: int = EXAMPLES, seed: int = SEED,
              shrink_seconds: float = SHRINK_SECONDS) -> tuple[list[ChatCase], list[Shrunk]]:
     """``examples`` generated conversations checked as the fixed ones are (one ChatCase each,
