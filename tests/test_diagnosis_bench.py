@@ -159,6 +159,13 @@ def test_the_match_keys_one_by_one(toy):
     assert not matches(bug, enc("x", ref=[1], port=[6], flags="add"), toy["types"])
     assert not matches(bug, enc("x", ref=[1], port=[5], flags="plain"), toy["types"])
     assert not matches(bug, dict(enc("x", ref=[4], port=[4], flags="add"), vocab="other"), toy["types"])
+    # edits: from llama.cpp's bytes to the port's, as the engine's piece signature names them
+    spaced = dict(ranged, bugs=[{"id": "s", "vocabs": ["toy"], "diagnoses": [],
+                                 "match": {"checks": ["decode"], "edits": ["leading space added"]}}])
+    path.write_text(json.dumps(spaced))
+    bug = load_labels(path).bugs[0]
+    assert matches(bug, dict(ids("decode", [1]), reference_bytes_hex="497473", port_bytes_hex="20497473"), toy["types"])
+    assert not matches(bug, dict(ids("decode", [1]), reference_bytes_hex="e2", port_bytes_hex="efbfbd"), toy["types"])
 
 
 def test_golden_and_known_findings_are_encode_checks(toy):
@@ -174,6 +181,7 @@ def test_golden_and_known_findings_are_encode_checks(toy):
     (lambda d: d["bugs"][0]["match"].update(texts="a"), r"bugs\[0\] \(nbsp-split\)\.match: unknown key\(s\) 'texts'"),
     (lambda d: d["bugs"][2]["match"].update(token_types=["bytes"]), r"match\.token_types: unknown value\(s\) 'bytes'"),
     (lambda d: d["bugs"][3]["match"].update(ids=["1"]), r"match\.ids must be a list of token ids"),
+    (lambda d: d["bugs"][3]["match"].update(edits=["space added"]), r"match\.edits: unknown value\(s\) 'space added'"),
     (lambda d: d["bugs"][3]["match"].update(id_range=[5, 2]), r"match\.id_range must be \[lo, hi\]"),
     (lambda d: d["bugs"][3].update(match={}), r"bugs\[3\] \(control-decode\)\.match must be a non-empty object"),
     (lambda d: d["bugs"][3].update(id="nbsp-split"), r"bug id\(s\) 'nbsp-split' used twice"),
@@ -243,12 +251,12 @@ def test_the_repository_readme_has_the_markers_once():
     assert text.index("## Port scoreboard") < text.index(README_BEGIN) < text.index(README_END)
 
 
-def test_a_run_gets_the_fixed_seed_the_labels_vocabs_and_an_empty_store(toy, monkeypatch):
+def test_a_run_gets_the_fixed_seed_the_labels_vocabs_an_empty_store_and_no_adapter_check(toy, monkeypatch):
     seen = {}
 
-    def fake_build_and_run(port, pdir, opts):
+    def fake_build_and_run(port, pdir, opts, checks=True):
         seen.update(seed=bench.os.environ["CONFORMANCE_SEED"], store=bench.os.environ["LLAMA_CONFORMANCE_REPLAY"],
-                    vocabs=opts.vocabs, keyword=opts.keyword, pdir=pdir)
+                    vocabs=opts.vocabs, keyword=opts.keyword, pdir=pdir, checks=checks)
         pdir.mkdir(parents=True)
         return {"build": {"ok": True}, "run": {"exit_code": 1, "wall_s": 2.0}, "failure": ""}
     monkeypatch.setattr(bench, "build_and_run", fake_build_and_run)
@@ -257,7 +265,7 @@ def test_a_run_gets_the_fixed_seed_the_labels_vocabs_and_an_empty_store(toy, mon
     args = bench.parse_args(["--out", str(toy["dir"] / "out")])
     pdir = bench.run_port(port, toy["labels"], Path(args.out), args)
     assert seen == {"seed": "1", "store": str(pdir / "replay"), "vocabs": ["toy"],
-                    "keyword": "not test_crosscheck", "pdir": toy["dir"] / "out" / "diagnosis-bench" / "toy"}
+                    "keyword": "not test_crosscheck", "pdir": toy["dir"] / "out" / "diagnosis-bench" / "toy", "checks": False}  # causes only: no adapter or chat check
     assert "CONFORMANCE_SEED" not in bench.os.environ  # restored after the run
     steps = json.loads((pdir / "steps.json").read_text())
     assert steps["run"]["report"] == "diagnosis-bench/toy/conformance.html"

@@ -29,12 +29,15 @@ from pathlib import Path
 
 import regex
 
-from harness.engine.signature import FAMILY, TOKEN_KINDS
+from harness.engine.signature import FAMILY, TOKEN_KINDS, piece_edit
 from harness.errors import HarnessError
 from harness.flags import LABELS
 
 #: The keys a ``match`` may hold (tests/data/port-bugs/README.md).
-MATCH_KEYS = ("checks", "vocabs", "flags", "text", "ids", "id_range", "token_types", "invalid_utf8")
+MATCH_KEYS = ("checks", "vocabs", "flags", "text", "ids", "id_range", "token_types", "invalid_utf8", "edits")
+#: The edits ``match.edits`` takes: from llama.cpp's bytes to the port's (signature.piece_edit).
+EDITS = ("leading space dropped", "leading space added", "empty", "invalid UTF-8 replaced", "byte as its text",
+         "bytes added", "bytes dropped", "other bytes")
 #: The check families a bug shows in (golden and known are encode checks).
 FAMILIES = ("encode", "decode", "piece")
 #: The GGUF token type names ``match.token_types`` takes.
@@ -99,7 +102,8 @@ def _check_match(match, where: str) -> regex.Pattern | None:
     if unknown:
         raise LabelError(f"{where}: unknown key(s) {', '.join(map(repr, unknown))}; a match takes "
                          f"{', '.join(MATCH_KEYS)}")
-    for key, choices in (("checks", FAMILIES), ("vocabs", None), ("flags", LABELS), ("token_types", TOKEN_TYPES)):
+    for key, choices in (("checks", FAMILIES), ("vocabs", None), ("flags", LABELS), ("token_types", TOKEN_TYPES),
+                         ("edits", EDITS)):
         if key in match:
             _strings(match[key], f"{where}.{key}", choices)
     if "invalid_utf8" in match and match["invalid_utf8"] is not True:
@@ -232,6 +236,17 @@ def _invalid_utf8(ex: dict) -> bool:
     return False
 
 
+def _edit(ex: dict) -> str | None:
+    """The edit from a decode or piece finding's llama.cpp bytes to the port's (None for encode).
+
+    >>> _edit({"reference_bytes_hex": "497473", "port_bytes_hex": "20497473"}), _edit({"text": "a"})
+    ('leading space added', None)
+    """
+    if "reference_bytes_hex" not in ex or "port_bytes_hex" not in ex:
+        return None
+    return piece_edit(bytes.fromhex(ex["reference_bytes_hex"]), bytes.fromhex(ex["port_bytes_hex"]))
+
+
 def matches(bug: Bug, ex: dict, token_types: TokenTypes) -> bool:
     """Does every key of the bug's match hold on finding ``ex``? (token types are read last:
     they open the vocab's file.)"""
@@ -245,6 +260,8 @@ def matches(bug: Bug, ex: dict, token_types: TokenTypes) -> bool:
     if bug.pattern is not None and not bug.pattern.search(ex.get("text") or ""):
         return False
     if m.get("invalid_utf8") and not _invalid_utf8(ex):
+        return False
+    if "edits" in m and _edit(ex) not in m["edits"]:
         return False
     ids = example_ids(ex)
     if "ids" in m and not set(ids) & set(m["ids"]):
