@@ -9,6 +9,7 @@ catalogue against real test ports is tests/test_diagnosis.py and tests/test_suit
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 from harness.engine.causes import KEEP, CauseFinder, Group
 from harness.engine.hunt import Hunt
@@ -374,3 +375,40 @@ def test_a_diagnosis_that_fits_the_shrunk_case_but_mispredicts_names_nothing():
 def test_a_diagnosis_that_predicts_carries_its_predictions():
     (f,) = hunt_over(["axb", "x"], Diagnoser(("x_as_y",)), signature=lambda f: ("one",))
     assert f.diagnosis == ("x_as_y",) and f.predictions[0] >= 1 and f.predictions[0] == f.predictions[1]
+
+
+def test_variants_that_fit_one_case_alike_are_told_apart_where_a_space_comes_first():
+    """ollama on llama-bpe: "\\xa0 " is fitted alike by Java's Character.isWhitespace, Java's
+    regex \\s and Go's \\s (all lack U+00A0), and a lone U+2002 or U+000B tokenizes the same
+    under each. After a space (" \\u2002a", "  \\x0b") they split differently, and the port's
+    answers there leave Go's alone (it was named Java's before: a wrong diagnosis)."""
+    from harness.diagnosis import Case
+    from harness.engine.diagnoser import Diagnoser
+    from harness.reports.diff import first_divergence
+    from reference.vocabs import vocab_path
+
+    d = Diagnoser(vocab_path("llama-bpe"))
+    tok = d.tok
+    go = next(v for v in __import__("harness.diagnosis", fromlist=["CATALOGUE"]).CATALOGUE if v.name == "whitespace_go")
+
+    def port(text):
+        return tuple(go.output(tok, Case("encode", text, (False, True), ())))
+
+    f = Finding("encode", "llama-bpe", "LLAMA3", False, True, "\xa0 ",
+                first_divergence(tok.encode("\xa0 ", add_special=False, parse_special=True), port("\xa0 ")))
+    keys = [e[0] for e in d.diagnose([f])]
+    assert {"whitespace_java_iswhitespace", "whitespace_go"} <= set(keys)
+    contrasts = d.discriminating(keys, f, 8)
+    assert contrasts, "no input tells the fitted variants apart"
+    alive = {k for k in keys if all(d.answers(k, f, x, _rerun(tok, f, x, port)) for x in contrasts)}
+    assert alive == {"whitespace_go"}
+
+
+def _rerun(tok, f, x, port):
+    """The finding a port answering ``port(x)`` gives on ``x`` (None where it agrees with llama.cpp)."""
+    from harness.reports.diff import first_divergence
+    ref = tok.encode(x, add_special=False, parse_special=True)
+    got = port(x)
+    if tuple(ref) == tuple(got):
+        return None
+    return replace(f, text=x, divergence=first_divergence(ref, got))

@@ -36,6 +36,32 @@ from harness.errors import HarnessError
 from harness.reports.finding import BYTE_CHECKS, Finding
 
 
+#: Where a code point's class shows in a BPE split: after a space (`` ?[^\s\p{L}\p{N}]+`` takes
+#: " x" where ``\s+`` would stop), before a letter, at the end of a run.
+CONTRAST_CONTEXTS = (" {}a", "a {}b", "  {}", "{}{}a", "a{}{}b", "{}\n")
+#: Code points of the tables' difference put in those contexts.
+CONTRAST_POINTS = 12
+
+
+def table_contrasts(bound) -> list[str]:
+    """Texts on which variants with code-point tables (platform classes) may answer
+    differently from each other: the points one table holds and another does not, spread
+    over that difference, in :data:`CONTRAST_CONTEXTS`. Java's ``Character.isWhitespace`` and
+    Go's ``\s`` both lack U+00A0; U+2002 tells them apart, but only where a space comes
+    before it (" \u2002a"), never alone.
+
+    >>> V = type("V", (), {"__init__": lambda s, t: setattr(s, "t", t), "table": lambda s: s.t})
+    >>> table_contrasts([V(frozenset({0xa0, 0x2002})), V(frozenset({0xa0}))])[:2]
+    [' \u2002a', 'a \u2002b']
+    """
+    tables = [v.table() for v in bound if callable(getattr(v, "table", None))]
+    if len(tables) < 2:
+        return []
+    diff = sorted(set().union(*tables) - set.intersection(*map(set, tables)))
+    step = max(1, len(diff) // CONTRAST_POINTS)
+    return [n.replace("{}", chr(c)) for c in diff[::step][:CONTRAST_POINTS] for n in CONTRAST_CONTEXTS]
+
+
 def _same(a, b) -> bool:
     return bytes(a) == bytes(b) if isinstance(b, (bytes, bytearray)) else tuple(a) == tuple(b)
 
@@ -236,6 +262,8 @@ class Diagnoser:
             except (HarnessError, ValueError):
                 points = ()
             pool += [x for x in prediction_inputs(self.tok, f, v.param, points) if x not in pool]
+        if f.check not in BYTE_CHECKS:
+            pool += [x for x in table_contrasts(bound) if x not in pool]
         out = []
         for x in pool:
             if len(out) >= n:
