@@ -322,8 +322,10 @@ class CauseFinder:
                 continue  # unsupported or a port error: no evidence either way
             ok = self.diagnoser.predicted(key, x, got, known)
             if flags is not None:
-                if got is not None and not ok:
+                if got is not None and not ok and not (known and self.diagnoser.explains(known, got)):
                     continue  # the port parts from llama.cpp in another way there: no evidence
+                # (where a known cause alone gives the port's answer, the variant's own claim did
+                # not show: evidence against it, as a port that agrees with llama.cpp is)
                 other[0] += 1
                 other[1] += ok
                 continue
