@@ -475,3 +475,22 @@ def test_a_prediction_under_other_flags_that_only_a_known_cause_answers_counts_a
     assert finder._predicts("x_as_y", f) == (1, 1, True)  # no known cause: no evidence either way, not counted
     finder.causes.append(SimpleNamespace(keys=("known",)))
     assert finder._predicts("x_as_y", f) == (2, 1, False)
+
+
+def test_a_normal_token_s_piece_defect_is_one_cause_per_algorithm_a_special_s_one_for_all():
+    """shimmytok renders normal tokens' pieces in each algorithm's code: SPM turns 'Ġ' into a
+    space, WPM and UGM keep U+2581. All three are "other bytes" on normal tokens, three defects
+    (three places to fix), so three causes; an unexplained defect of a control token's text
+    (the vocabulary's, shared by every algorithm) stays one cause across vocab types."""
+    def piece(vocab, pre_type, kind, ref, port):
+        return Finding("piece", vocab, pre_type, False, False, "", Divergence(0, 0, True, ref, port),
+                       decoded_ids=(7,), signature=("piece", "other bytes", f"{kind} token"))
+
+    normal = [piece("llama-spm", "n/a (llama)", "normal", b"\xc4\xa0", b" "),
+              piece("bert-bge", "n/a (bert)", "normal", b" a", "\u2581a".encode()),
+              piece("nomic-bert-moe", "n/a (t5)", "normal", b" a", "\u2581a".encode()),
+              piece("phi-3", "n/a (llama)", "normal", b"\xc4\xa0b", b" b")]
+    control = [piece(v, p, "control", b"", b"</s>") for v, p in (("llama-spm", "n/a (llama)"), ("qwen2", "QWEN2"))]
+    causes = group_causes(normal + control)
+    by_findings = sorted(tuple(c.findings) for c in causes)
+    assert by_findings == [(0, 3), (1,), (2,), (4, 5)], by_findings

@@ -201,7 +201,24 @@ def unexplained_key(signature: tuple, triggers=(), pre_type: str | None = None) 
         return ("unexplained", signature[0], "adds tokens")  # where depends on the text, not the defect
     if len(signature) == 3 and signature[0] != "piece":
         return ("unexplained", signature[0], signature[2])
+    if signature[2:] == ("normal token",):
+        # a normal token's text rendered otherwise is each algorithm's own code (SPM's U+2581,
+        # WPM's ##, the byte-level map); a special token's is the vocabulary's, shared by all
+        return ("unexplained", *signature, algorithm(pre_type))
     return ("unexplained", *signature)
+
+
+def algorithm(pre_type: str | None) -> str:
+    """The tokenizer algorithm a finding's ``pre_type`` label implies: the vocab type llama.cpp
+    names in ``n/a (llama)`` (SPM), ``n/a (bert)`` (WPM), ``n/a (t5)`` (UGM), or ``bpe`` for
+    a BPE pre type.
+
+    >>> algorithm("n/a (t5)"), algorithm("QWEN2"), algorithm(None)
+    ('t5', 'bpe', '')
+    """
+    if not pre_type:
+        return ""
+    return pre_type[5:-1] if pre_type.startswith("n/a (") and pre_type.endswith(")") else "bpe"
 
 
 def unexplained_title(signature: tuple) -> str:
