@@ -103,7 +103,7 @@ conformance: reference
 	@$(if $(unknown_checks),echo "$(unknown_checks_said)" >&2; exit 3;) \
 	  code=0; \
 	  $(if $(suite_checks),$(CLI) run --no-fetch --jobs $(JOBS) --report-dir $(REPORTS) $(suite_k); code=$$?;) \
-	  $(if $(filter chat,$(CHECKS)),$(PY) -m harness chat-check --port "$${PORT:-harness}" $(if $(VOCABS),--vocabs $(VOCABS)) $(if $(CHAT_EXAMPLES),--examples $(CHAT_EXAMPLES)) --json $(REPORTS)/chat.json --after $$code; code=$$?;) \
+	  $(if $(filter chat,$(CHECKS)),$(PY) -m harness chat-check --port "$${PORT:-harness}" $(if $(VOCABS),--vocabs $(VOCABS)) $(if $(CHAT_EXAMPLES),--examples $(CHAT_EXAMPLES)) --json $(REPORTS)/chat.json --html $(REPORTS)/chat.html --after $$code; code=$$?;) \
 	  $(if $(CONFORMANCE_EXIT),echo $$code > '$(CONFORMANCE_EXIT)';) \
 	  [ $$code -eq 0 ] || echo "make conformance: llama-conformance exited $$code; make exits 2 on any failure (tools/conformance.sh exits $$code)"; \
 	  exit $$code

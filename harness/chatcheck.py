@@ -79,6 +79,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=SEED, help=f"the generated phase's seed (default {SEED})")
     ap.add_argument("--json", metavar="FILE", help="also write every case (vocab, conversation, outcome, detail) "
                                                    "and the shrunk divergences as JSON")
+    ap.add_argument("--html", metavar="FILE", help="also write the check's page: the causes with llama.cpp's "
+                                                   "rendering beside the port's (harness/reports/chathtml.py)")
     ap.add_argument("--after", type=int, default=None, metavar="CODE",
                     help="the exit code of a run this check follows (make conformance CHECKS=... chat): exit "
                          "with the worse of the two, in run's order 3, 2, 1, 4, 0")
@@ -123,14 +125,19 @@ def _main(args) -> int:
         return 3
     code = exit_code([c.outcome for c in cases])
     _print(args, cases, shrunk, code, found)
-    if args.json:
+    if args.json or args.html:
         import json
         from dataclasses import asdict
-        with open(args.json, "w", encoding="utf-8") as fh:
-            json.dump({"port": args.port, "exit_code": code, "seed": args.seed, "examples": args.examples,
-                       "cases": [c.to_json() for c in cases], "shrunk": [asdict(s) for s in shrunk],
-                       "causes": [c.to_json() for c in found]}, fh, indent=1,
-                      ensure_ascii=False)
+        data = {"port": args.port, "exit_code": code, "seed": args.seed, "examples": args.examples,
+                "cases": [c.to_json() for c in cases], "shrunk": [asdict(s) for s in shrunk],
+                "causes": [c.to_json() for c in found]}
+        if args.json:
+            with open(args.json, "w", encoding="utf-8") as fh:
+                json.dump(data, fh, indent=1, ensure_ascii=False)
+        if args.html:
+            from harness.reports.chathtml import chat_page
+            with open(args.html, "w", encoding="utf-8") as fh:
+                fh.write(chat_page(data))
     return code
 
 
