@@ -164,15 +164,16 @@ def chat_vocab(name: str):
 
 def _check(name: str, args) -> tuple[list, list]:
     """One vocab: its fixed cases, then (``--examples``) its generated cases and shrunk divergences."""
-    from harness.engine.chatdiff import check_vocab
+    from harness.engine.chatdiff import Restarting, check_vocab
     from harness.ports import open_port
     from reference.inproc import load_reference
     from reference.vocabs import vocab_path
     ref = load_reference(vocab_path(name))
-    port = open_port(args.port, vocab_path(name), reference=ref)
     if args.port == "harness":  # the tokenizer in process, with the chat answer its server gives
         from harness.tokenizer.serve import TokenizerBackend
-        port = TokenizerBackend(port)
+        port = TokenizerBackend(open_port(args.port, vocab_path(name), reference=ref))
+    else:  # a port that goes down is opened again for the next case (chatdiff.Restarting)
+        port = Restarting(lambda: open_port(args.port, vocab_path(name), reference=ref))
     try:
         cases, shrunk = check_vocab(name, port, ref), []
         if args.examples > 0:
