@@ -7,6 +7,7 @@
 #          HYPOTHESIS_PROFILE=ci|conformance|thorough  BUDGET=5m  CONFORMANCE_SEED=N  JOBS=auto
 #          KNOWN_EXAMPLES=0 (generation alone)  PIN=<pin name or commit prefix> (default: the newest)
 #          ALLOW_UNSUPPORTED=1 (declared-unsupported cases pass)  REPORTS=reports  LENGTH_SCALING=0 (no runs timed)
+#          CHECKS="encode chat" (the suite's checks, chat, or all)  CHAT_EXAMPLES=N
 # The targets call `llama-conformance` (harness/cli.py), the command `pip install` gives. GNU make
 # exits 2 whenever a recipe fails: tools/conformance.sh is make conformance with its own exit code.
 
@@ -84,15 +85,33 @@ chromium:
 # Exit codes of llama-conformance run: 0 clean, 1 divergences, 2 port errors, 3 errors, 4 incomplete.
 # make itself exits 2 on any of 1-4 (its "Error N" line keeps N); tools/conformance.sh (the same
 # variables) exits with N itself. CONFORMANCE_EXIT=FILE writes N there (what the script reads).
+# CHECKS= selects checks: the suite's (golden known encode decode piece crosscheck: the default,
+# all of them) and chat (the chat check, as make chat-check, into $(REPORTS)/chat.json); e.g.
+# CHECKS="encode chat", CHECKS=all; CHAT_EXAMPLES=N generated conversations per vocab (default 30).
+# The exit code is the worse of the two, in run's order 3, 2, 1, 4.
+SUITE_CHECKS := golden known encode decode piece crosscheck
+CHECKS ?= $(SUITE_CHECKS)
+override CHECKS := $(if $(filter all,$(CHECKS)),$(SUITE_CHECKS) chat,$(CHECKS))
+suite_checks = $(filter $(SUITE_CHECKS),$(CHECKS))
+# pytest -k for a subset of the suite's checks (none when all of them: the run as it always was)
+suite_k = $(if $(filter-out $(suite_checks),$(SUITE_CHECKS)),-- -k '$(subst $(eval) , or ,$(strip $(patsubst %,test_%,$(subst piece,pieces,$(suite_checks)))))',)
+
+unknown_checks = $(filter-out $(SUITE_CHECKS) chat,$(CHECKS))
+unknown_checks_said = make conformance: unknown check(s) in CHECKS: $(unknown_checks) (known: $(SUITE_CHECKS) chat; or all)
+
 conformance: reference
-	@$(CLI) run --no-fetch --jobs $(JOBS) --report-dir $(REPORTS); code=$$?; \
+	@$(if $(unknown_checks),echo "$(unknown_checks_said)" >&2; exit 3;) \
+	  code=0; \
+	  $(if $(suite_checks),$(CLI) run --no-fetch --jobs $(JOBS) --report-dir $(REPORTS) $(suite_k); code=$$?;) \
+	  $(if $(filter chat,$(CHECKS)),$(PY) -m harness chat-check --port "$${PORT:-harness}" $(if $(VOCABS),--vocabs $(VOCABS)) $(if $(CHAT_EXAMPLES),--examples $(CHAT_EXAMPLES)) --json $(REPORTS)/chat.json --html $(REPORTS)/chat.html --after $$code; code=$$?;) \
 	  $(if $(CONFORMANCE_EXIT),echo $$code > '$(CONFORMANCE_EXIT)';) \
 	  [ $$code -eq 0 ] || echo "make conformance: llama-conformance exited $$code; make exits 2 on any failure (tools/conformance.sh exits $$code)"; \
 	  exit $$code
 
-# The chat check (issue 32): the port's chat renderings of fixed conversations vs llama.cpp's on every
-# vocab that carries a chat template. Not part of make conformance: the harness port has no chat
-# renderer yet (exit 4, unsupported); PORT=llama.cpp gives 0 divergences.
+# The chat check (issue 32): the port's chat renderings of fixed and generated conversations vs
+# llama.cpp's on every vocab that carries a chat template, with its causes (also make conformance
+# CHECKS=chat). PORT=llama.cpp gives 0 divergences; the harness port answers unsupported where its
+# renderer has not ported llama-server's step (a final assistant message continued), so exits 4.
 chat-check: reference
 	$(PY) -m harness chat-check --port "$${PORT:-harness}"
 

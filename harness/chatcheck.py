@@ -3,8 +3,8 @@
 Each pinned vocab whose GGUF carries ``tokenizer.chat_template`` (command-r, gemma-4,
 phi-3, qwen2, qwen35 at 0c1e570) renders the fixed conversations of
 :data:`harness.engine.chatdiff.CONVERSATIONS` through the port's ``chat`` op and through
-llama.cpp (:mod:`reference.chat`), and every disagreement is listed. It is not part of
-``make conformance``. The harness port renders with :mod:`harness.chat` and agrees on 29 of
+llama.cpp (:mod:`reference.chat`), and every disagreement is listed. ``make conformance
+CHECKS=chat`` runs it after the suite (``--after``: the worse of the two exit codes). The harness port renders with :mod:`harness.chat` and agrees on 29 of
 the 35 cases at 0c1e570; it answers ``unsupported`` where it has not ported llama-server's
 step (an assistant message last, gemma-4's tool-response rewrite), so it exits 4
 (incomplete). ``PORT=llama.cpp`` gives 0 divergences.
@@ -47,6 +47,21 @@ def exit_code(outcomes: list[str]) -> int:
     return next((code for outcome, code in _CODES if outcome in outcomes), 0)
 
 
+#: ``llama-conformance run``'s exit codes, the one that applies first first (harness.cli).
+_ORDER = (3, 2, 1, 4, 0)
+
+
+def worse(a: int, b: int) -> int:
+    """The exit code of two checks run one after the other (``make conformance CHECKS=...
+    chat``): the first of the two in run's order (3 errors, 2 port errors, 1 divergences,
+    4 incomplete, 0 clean); a code outside it is an error.
+
+    >>> worse(0, 4), worse(1, 4), worse(2, 1), worse(0, 0), worse(0, 5)
+    (4, 1, 2, 0, 3)
+    """
+    return min((c if c in _ORDER else 3 for c in (a, b)), key=_ORDER.index)
+
+
 def chat_vocabs() -> list[str]:
     """The pinned vocabs whose GGUF carries ``tokenizer.chat_template``, sorted."""
     from harness.tokenizer.gguf.reader import GGUFReader
@@ -64,12 +79,41 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=SEED, help=f"the generated phase's seed (default {SEED})")
     ap.add_argument("--json", metavar="FILE", help="also write every case (vocab, conversation, outcome, detail) "
                                                    "and the shrunk divergences as JSON")
+    ap.add_argument("--html", metavar="FILE", help="also write the check's page: the causes with llama.cpp's "
+                                                   "rendering beside the port's (harness/reports/chathtml.py)")
+    ap.add_argument("--after", type=int, default=None, metavar="CODE",
+                    help="the exit code of a run this check follows (make conformance CHECKS=... chat): exit "
+                         "with the worse of the two, in run's order 3, 2, 1, 4, 0")
     args = ap.parse_args(argv)
+    code = _main(args)
+    if args.after is None:
+        return code
+    both = worse(args.after, code)
+    print(f"chat-check: the run before it exited {args.after}, this check {code}: exit {both}")
+    return both
+
+
+def _main(args) -> int:
     from harness.errors import HarnessError
     from harness.engine.chatcauses import causes
     cases, shrunk, vocabs = [], [], {}
+    names = chat_vocabs()
+    if args.vocabs:
+        from reference.vocabs import names as pinned
+        unknown = sorted(set(args.vocabs) - set(pinned()))
+        if unknown:
+            print(f"chat-check: unknown vocab(s) {', '.join(unknown)}; the chat check takes pinned vocab names "
+                  f"(those with a chat template: {', '.join(names)})", file=sys.stderr)
+            return 3
+        left = [v for v in args.vocabs if v not in names]
+        if left:
+            print(f"chat-check: not checked: {', '.join(left)} (no tokenizer.chat_template; those with one: "
+                  f"{', '.join(names)})")
+        names = [v for v in args.vocabs if v in names]
+        if not names:
+            return 4  # nothing compared: incomplete, as run with no case
     try:
-        for name in args.vocabs or chat_vocabs():
+        for name in names:
             got = _check(name, args)
             cases += got[0]
             shrunk += got[1]
@@ -81,14 +125,19 @@ def main(argv: list[str] | None = None) -> int:
         return 3
     code = exit_code([c.outcome for c in cases])
     _print(args, cases, shrunk, code, found)
-    if args.json:
+    if args.json or args.html:
         import json
         from dataclasses import asdict
-        with open(args.json, "w", encoding="utf-8") as fh:
-            json.dump({"port": args.port, "exit_code": code, "seed": args.seed, "examples": args.examples,
-                       "cases": [c.to_json() for c in cases], "shrunk": [asdict(s) for s in shrunk],
-                       "causes": [c.to_json() for c in found]}, fh, indent=1,
-                      ensure_ascii=False)
+        data = {"port": args.port, "exit_code": code, "seed": args.seed, "examples": args.examples,
+                "cases": [c.to_json() for c in cases], "shrunk": [asdict(s) for s in shrunk],
+                "causes": [c.to_json() for c in found]}
+        if args.json:
+            with open(args.json, "w", encoding="utf-8") as fh:
+                json.dump(data, fh, indent=1, ensure_ascii=False)
+        if args.html:
+            from harness.reports.chathtml import chat_page
+            with open(args.html, "w", encoding="utf-8") as fh:
+                fh.write(chat_page(data))
     return code
 
 
@@ -115,15 +164,16 @@ def chat_vocab(name: str):
 
 def _check(name: str, args) -> tuple[list, list]:
     """One vocab: its fixed cases, then (``--examples``) its generated cases and shrunk divergences."""
-    from harness.engine.chatdiff import check_vocab
+    from harness.engine.chatdiff import Restarting, check_vocab
     from harness.ports import open_port
     from reference.inproc import load_reference
     from reference.vocabs import vocab_path
     ref = load_reference(vocab_path(name))
-    port = open_port(args.port, vocab_path(name), reference=ref)
     if args.port == "harness":  # the tokenizer in process, with the chat answer its server gives
         from harness.tokenizer.serve import TokenizerBackend
-        port = TokenizerBackend(port)
+        port = TokenizerBackend(open_port(args.port, vocab_path(name), reference=ref))
+    else:  # a port that goes down is opened again for the next case (chatdiff.Restarting)
+        port = Restarting(lambda: open_port(args.port, vocab_path(name), reference=ref))
     try:
         cases, shrunk = check_vocab(name, port, ref), []
         if args.examples > 0:

@@ -94,6 +94,51 @@ def test_every_pinned_template_renders_as_llama_cpp(ref_chat):
     assert dict(counts) == EXPECTED_TEMPLATES, "\n".join(differ)
 
 
+#: The pinned templates whose generated conversations (8 drawn, seed 0) still part from llama.cpp,
+#: each with the llama.cpp behaviour the renderer does not follow yet.
+GENERATED_LEFT = {
+    "Cohere2MoE.jinja": "llama.cpp raises 'Cannot perform operation not in on undefined values' on a tool "
+                        "message without tool_call_id (common/jinja/runtime.cpp, binary_expression); Jinja2 "
+                        "compares",
+    "CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja": "with tools, llama.cpp's automatic parser generation "
+                        "(common/chat-auto-parser-generator.cpp) renders probe conversations and raises on the "
+                        "template's `tool_call_id not in` of an undefined; the renderer generates no parser",
+    "StepFun3.5-Flash.jinja": "llama.cpp drops a user message's leading spaces after a tool exchange, the renderer "
+                              "keeps them (not yet traced in the template)",
+}
+
+
+@pytest.mark.slow
+def test_generated_conversations_render_as_llama_cpp_on_all_but_the_named_templates(ref_chat):
+    """Issue 32's target: at least 66 of the 70 pinned templates render every generated
+    conversation as llama.cpp does (text; both raising agrees; unsupported is left out), and
+    the templates left are exactly :data:`GENERATED_LEFT` (one that comes right fails this
+    test too, until its entry goes). In make test-slow: 70 templates x 8 conversations
+    through both renderers take about 70 s on the 2-core machine. It was withdrawn from make
+    test once when google-gemma-4-31B-it parted under xdist in a fresh clone; run alone, with
+    the chat tests in one process or after this file's tests it renders as llama.cpp (not
+    reproduced since): a template that parts is listed with its first conversation's two
+    renderings, so a second sighting says what differed."""
+    from harness.chat.render import render
+    from harness.engine.chatgen import draw
+    from harness.inputs.strategies import VocabTexts
+    convs = draw(VocabTexts(("Hello", "数字 123", "  lead", "Grüße 👋"), ("<s>", "<|im_end|>")), 8, 0)
+    parted: dict[str, str] = {}
+    for path in pinned_templates():
+        source = path.read_text(encoding="utf-8")
+        for n, conv in enumerate(convs):
+            kw = dict(tools=conv.tools, add_generation_prompt=conv.add_generation_prompt, kwargs=conv.kwargs,
+                      bos_token="<s>", eos_token="</s>")
+            ref = _call(lambda: ref_chat.render(source, conv.messages, **kw).text)
+            mine = _call(lambda: render(source, conv.messages, **kw).text)
+            if outcome(ref, mine)[0] == "differ" and path.name not in parted:
+                parted[path.name] = f"conversation {n}: llama.cpp {ref!r:.400} / harness {mine!r:.400}"
+    surprises = {k: v for k, v in parted.items() if k not in GENERATED_LEFT}
+    assert not surprises, surprises
+    assert set(parted) == set(GENERATED_LEFT), f"now render as llama.cpp: {sorted(set(GENERATED_LEFT) - set(parted))}"
+    assert len(pinned_templates()) - len(parted) >= 66
+
+
 def test_the_vocab_templates_give_llama_servers_text_and_ids(ref_chat):
     from harness.protocol.chat import ChatAnswer
     from harness.tokenizer.facade import Tokenizer

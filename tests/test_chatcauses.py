@@ -96,3 +96,17 @@ def test_llama_cpp_as_a_port_has_no_causes(tmp_path):
     out = tmp_path / "chat.json"
     assert chatcheck.main(["--port", "llama.cpp", "--vocabs", "phi-3", "--examples", "3", "--json", str(out)]) == 0
     assert json.loads(out.read_text(encoding="utf-8"))["causes"] == []
+
+
+def test_the_chat_page_shows_each_cause_with_both_renderings_and_where_they_part(tmp_path):
+    """chat-check --html: a port that keeps the template's BOS text and adds BOS again (phi-3)
+    gives one cause, and its section shows llama.cpp's rendering beside the port's, the first
+    divergent character marked in each ('|' of '<|user|>' against 's' of '<s>'), and the
+    first divergent prompt id."""
+    page = tmp_path / "chat.html"
+    assert chatcheck.main(["--port", "py:tests.ports.chatbug:bos_doubled", "--vocabs", "phi-3", "--examples", "3",
+                           "--html", str(page)]) == 1
+    text = page.read_text(encoding="utf-8")
+    assert text.count("<section>") == 1 and "<h2>BOS doubled" in text
+    assert "<pre>&lt;<mark>|</mark>user|&gt;\\n\n" in text and "<pre>&lt;<mark>s</mark>&gt;&lt;|user|&gt;" in text
+    assert "prompt ids part at index 1: llama.cpp [1, 32010" in text and "port [1, 1, 32010" in text

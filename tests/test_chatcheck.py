@@ -78,3 +78,33 @@ def test_a_port_that_answers_garbage_is_a_port_error(qwen2):
             return {"text": "not a ChatAnswer"}
     cases = check_vocab("qwen2", Garbage(), qwen2)
     assert {c.outcome for c in cases} == {"port error"} and chatcheck.exit_code([c.outcome for c in cases]) == 2
+
+
+CRASHING_PORT = r'''
+import json, os, sys
+# A chat port that aborts (as kherud-llama's native library does) on a user message "  lead and
+# trail  \n\n" and answers every other conversation unsupported.
+for line in sys.stdin:
+    req = json.loads(line)
+    if req.get("op") == "chat" and any(m.get("content") == "  lead and trail  \n\n" for m in req["messages"]):
+        os.abort()
+    print(json.dumps({"error": "unsupported: not this one"}), flush=True)
+'''
+
+
+def test_a_port_that_crashes_on_one_conversation_is_opened_again_for_the_others(tmp_path, capsys):
+    """One outcome never hides another: the crash is that case's port error, and the
+    conversations after it are still asked (each unsupported here), not 'down after an
+    earlier error' (kherud-llama's chat aborted on an empty message and every later case of
+    the vocab read as a port error)."""
+    import json
+    import sys
+    script = tmp_path / "crash.py"
+    script.write_text(CRASHING_PORT)
+    out = tmp_path / "chat.json"
+    assert chatcheck.main(["--port", f"{sys.executable} {script} --vocab {{vocab}}", "--vocabs", "qwen2",
+                           "--examples", "0", "--json", str(out)]) == 2
+    cases = {c["conversation"]: c for c in json.loads(out.read_text())["cases"]}
+    assert cases["whitespace kept"]["outcome"] == "port error" and "crashed" in cases["whitespace kept"]["detail"]
+    after = [c for name, c in cases.items() if name in ("thinking off", "tools and a tool call")]
+    assert [c["outcome"] for c in after] == ["unsupported", "unsupported"], after

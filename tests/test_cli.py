@@ -252,3 +252,34 @@ def test_diff_says_unsupported_where_the_port_cannot_express_a_check(capsys):
     assert "encode: same as llama.cpp" in out
     assert "decode of llama.cpp's ids: unsupported (not checked):" in out and "port error" not in out
     assert code == 0
+
+
+@pytest.mark.reference
+def test_checks_selects_suite_checks_and_the_chat_check_and_exits_with_the_worse(tmp_path):
+    """make conformance CHECKS="golden chat": the suite's golden check alone (pytest -k), then
+    the chat check on the vocabs that carry a template (qwen2; llama-spm has none and is said
+    to be not checked), into chat.json. The harness port passes golden and answers a continued
+    final assistant message unsupported: the run is incomplete (4), the worse of 0 and 4.
+    An unknown check is refused before anything runs."""
+    import json
+    import os
+    from reference.build import artifacts
+    require(artifacts)
+    env = {k: v for k, v in os.environ.items() if k not in ("PORT", "VOCABS", "PIN", "ALLOW_UNSUPPORTED", "CHECKS")}
+    env["LLAMA_CONFORMANCE_REPLAY"] = str(tmp_path / "replay")
+    proc = subprocess.run([str(REPO / "tools" / "conformance.sh"), "PORT=harness", "VOCABS=qwen2 llama-spm",
+                           "CHECKS=golden chat", "CHAT_EXAMPLES=2", "HYPOTHESIS_PROFILE=ci", "JOBS=0",
+                           f"REPORTS={tmp_path}"], cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == cli.INCOMPLETE, out[-3000:]
+    assert "chat-check: not checked: llama-spm (no tokenizer.chat_template" in out
+    assert "the run before it exited 0, this check 4: exit 4" in out
+    report = json.loads((tmp_path / "conformance.json").read_text())
+    assert {c["check"] for c in report["cells"]} == {"golden"}
+    chat = json.loads((tmp_path / "chat.json").read_text())
+    assert {c["vocab"] for c in chat["cases"]} == {"qwen2"} and chat["exit_code"] == cli.INCOMPLETE
+    assert {c["outcome"] for c in chat["cases"]} == {"agree", "unsupported"}
+    proc = subprocess.run(["make", "--no-print-directory", "conformance", "CHECKS=encode chatt"], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 2 and "unknown check(s) in CHECKS: chatt (known: golden known encode decode piece " \
+        "crosscheck chat; or all)" in proc.stdout + proc.stderr

@@ -271,7 +271,8 @@ class ChatCause:
         conv, expected, got = ex.evidence
         return {"title": self.title, "rule": self.rule, "cases": len(self.cases), "example": {
             "vocab": ex.vocab, "conversation": ex.conversation, "messages": conv.messages, "tools": conv.tools,
-            "add_generation_prompt": conv.add_generation_prompt, "kwargs": conv.kwargs, "detail": ex.detail}}
+            "add_generation_prompt": conv.add_generation_prompt, "kwargs": conv.kwargs, "detail": ex.detail,
+            "llama_cpp": expected.to_json(), "port": got.to_json()}}
 
 
 def _size(conv) -> tuple[int, int]:

@@ -150,6 +150,56 @@ def _line(e: Exception) -> str:
     return (str(e).splitlines() or [type(e).__name__])[0][:300]
 
 
+#: Restarts of a chat port that went down, per vocab, before its later cases are left to it down.
+RESTARTS = 10
+
+
+class Restarting:
+    """A chat port opened again after it goes down (a crash, a hang, garbage): that case is
+    its port error, and every later case is still asked, so one crash does not hide the
+    other outcomes (kherud-llama aborts on an empty message; the cases after it are checked).
+    At most :data:`RESTARTS` times; then the port stays down and says so.
+
+    >>> class Dies:
+    ...     dead = None
+    ...     def chat(self, *a, **k):
+    ...         self.dead = "gone"
+    ...         raise PortError("crashed")
+    >>> r = Restarting(Dies)
+    >>> for _ in range(2):
+    ...     try:
+    ...         r.chat(None, [])
+    ...     except PortError as e:
+    ...         print(e)
+    crashed
+    crashed
+    >>> r.restarts
+    2
+    """
+
+    def __init__(self, open_port):
+        self._open, self._port, self.restarts = open_port, None, 0
+
+    def chat(self, *args, **kwargs):
+        if self._port is None:
+            self._port = self._open()
+        chat = getattr(self._port, "chat", None)
+        if chat is None:
+            raise PortUnsupported("chat (this port does not render chat templates)")
+        try:
+            return chat(*args, **kwargs)
+        except PortError:
+            if getattr(self._port, "dead", None) is not None and self.restarts < RESTARTS:
+                self.close()
+                self.restarts += 1
+            raise
+
+    def close(self) -> None:
+        if self._port is not None:
+            getattr(self._port, "close", lambda: None)()
+            self._port = None
+
+
 def check_vocab(vocab: str, port, ref, conversations=CONVERSATIONS) -> list[ChatCase]:
     """Every conversation through ``port.chat`` and the reference; one ChatCase each."""
     return [check_one(vocab, port, ref, conv)[0] for conv in conversations]

@@ -42,7 +42,10 @@ function chatHistory(messages, addGenerationPrompt) {
         else if (m.role === "assistant") {
             const response = m.content !== "" ? [m.content] : [];
             for (const call of m.tool_calls ?? []) {
-                const item = {type: "functionCall", name: call.function.name, params: JSON.parse(call.function.arguments), result: undefined};
+                // params are the parsed arguments: the OpenAI API's JSON string parsed, an object as given
+                const args = call.function.arguments;
+                const params = typeof args === "string" ? JSON.parse(args) : args;
+                const item = {type: "functionCall", name: call.function.name, params, result: undefined};
                 pending.set(call.id, item);
                 response.push(item);
             }

@@ -19,8 +19,10 @@ messages, tools, kwargs     ``formatter(messages=..., tools=..., **kwargs)``; kw
                             become template variables (``enable_thinking``)
 ids                         ``Llama.tokenize(prompt, add_bos=not added_special,
                             special=True)``: ``added_special`` is always True
-raised                      ``raise_exception`` (ValueError) or any Jinja2
-                            ``TemplateError``
+raised                      ``raise_exception`` (ValueError), any Jinja2
+                            ``TemplateError``, or a ``TypeError`` the template's
+                            own operations raise (``"<|user|>" + content`` where
+                            the content is a list of parts)
 builtin                     unsupported: the binding renders GGUF templates with
                             Jinja2 only (its ``chat_format`` names are its own)
 ==========================  ==================================================
@@ -70,7 +72,8 @@ class LlamaCppPythonChat:
                                             bos_token=self._token_text(bos),
                                             add_generation_prompt=add_generation_prompt, stop_token_ids=[eos])
             result = formatter(messages=messages, tools=tools, **(kwargs or {}))
-        except (ValueError, jinja2.TemplateError) as e:
+        except (ValueError, TypeError, jinja2.TemplateError) as e:
+            # the template failed to render: create_chat_completion raises this to its caller
             return ChatAnswer(raised=f"{type(e).__name__}: {e}")
         prompt = result.prompt.encode("utf-8")
         return ChatAnswer(prompt, list(self.llama.tokenize(prompt, add_bos=not result.added_special, special=True)))

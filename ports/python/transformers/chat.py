@@ -16,8 +16,10 @@ ids                         the same call with ``tokenize=True, return_dict=Fals
                             ``add_special_tokens=False``
 template                    null: the tokenizer's own; else ``chat_template=template``
 kwargs                      ``**kwargs``: template variables (``enable_thinking``)
-raised                      ``jinja2.TemplateError`` (``raise_exception``) or
-                            ``ValueError``
+raised                      ``jinja2.TemplateError`` (``raise_exception``),
+                            ``ValueError``, or a ``TypeError`` the template's own
+                            operations raise (``"<|user|>" + content`` where the
+                            content is a list of parts)
 builtin                     unsupported: transformers renders with Jinja2 only
 ==========================  ==================================================
 
@@ -65,7 +67,8 @@ class HFChat:
         try:
             text = self.tokenizer.apply_chat_template(messages, tokenize=False, **options)
             ids = self.tokenizer.apply_chat_template(messages, tokenize=True, return_dict=False, **options)
-        except (ValueError, jinja2.TemplateError) as e:
+        except (ValueError, TypeError, jinja2.TemplateError) as e:
+            # the template failed to render: apply_chat_template raises this to its caller
             return ChatAnswer(raised=f"{type(e).__name__}: {e}")
         return ChatAnswer(text.encode("utf-8"), [int(i) for i in ids])
 

@@ -45,7 +45,7 @@ const notHere = "unsupported: the chat program answers chat only (serve answers 
 type request struct {
 	Op                  string            `json:"op"`
 	Template            *string           `json:"template"`
-	Messages            []openai.Message  `json:"messages"`
+	Messages            json.RawMessage   `json:"messages"`
 	Tools               json.RawMessage   `json:"tools"`
 	AddGenerationPrompt bool              `json:"add_generation_prompt"`
 	Kwargs              map[string]any    `json:"kwargs"`
@@ -88,7 +88,14 @@ func (s *server) chat(r *request) (answer, error) {
 	if r.Builtin {
 		return answer{"error": "unsupported: builtin: ollama renders its own Go templates, not llama.cpp's built-in formats"}, nil
 	}
-	body := map[string]any{"model": "port", "messages": r.Messages}
+	// The messages as ollama's OpenAI API reads them: what it cannot read (tool call arguments
+	// as an object, not the API's JSON string) is a request it refuses, so unsupported here.
+	var messages []openai.Message
+	if err := json.Unmarshal(r.Messages, &messages); err != nil {
+		return answer{"error": "unsupported: messages ollama's OpenAI chat API cannot read (" + err.Error() +
+			"): it takes the OpenAI format, tool call arguments as a JSON string"}, nil
+	}
+	body := map[string]any{"model": "port", "messages": messages}
 	if len(r.Tools) > 0 && string(r.Tools) != "null" {
 		body["tools"] = r.Tools
 	}
@@ -101,7 +108,7 @@ func (s *server) chat(r *request) (answer, error) {
 	}
 	// ollama's templates end open for the model after the last message: a generation
 	// prompt after a user/tool message, the assistant's text continued after an assistant one.
-	lastAssistant := len(r.Messages) > 0 && r.Messages[len(r.Messages)-1].Role == "assistant"
+	lastAssistant := len(messages) > 0 && messages[len(messages)-1].Role == "assistant"
 	if r.AddGenerationPrompt == lastAssistant {
 		return answer{"error": "unsupported: add_generation_prompt: ollama's templates decide it from the last message's role"}, nil
 	}
