@@ -173,7 +173,9 @@ def _check(name: str, args) -> tuple[list, list]:
         from harness.tokenizer.serve import TokenizerBackend
         port = TokenizerBackend(open_port(args.port, vocab_path(name), reference=ref))
     else:  # a port that goes down is opened again for the next case (chatdiff.Restarting)
-        port = Restarting(lambda: open_port(args.port, vocab_path(name), reference=ref))
+        def start():
+            return open_port(args.port, vocab_path(name), reference=ref)
+        port = Restarting(start, start())
     try:
         cases, shrunk = check_vocab(name, port, ref), []
         if args.examples > 0:

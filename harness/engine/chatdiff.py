@@ -177,8 +177,10 @@ class Restarting:
     2
     """
 
-    def __init__(self, open_port):
-        self._open, self._port, self.restarts = open_port, None, 0
+    def __init__(self, open_port, port=None):
+        # ``port``: the first one, opened by the caller (a port that cannot start at all is
+        # the check's error, not each case's)
+        self._open, self._port, self.restarts = open_port, port, 0
 
     def chat(self, *args, **kwargs):
         if self._port is None:
