@@ -382,14 +382,14 @@ def test_variants_that_fit_one_case_alike_are_told_apart_where_a_space_comes_fir
     regex \\s and Go's \\s (all lack U+00A0), and a lone U+2002 or U+000B tokenizes the same
     under each. After a space (" \\u2002a", "  \\x0b") they split differently, and the port's
     answers there leave Go's alone (it was named Java's before: a wrong diagnosis)."""
-    from harness.diagnosis import Case
+    from harness.diagnosis import CATALOGUE, Case
     from harness.engine.diagnoser import Diagnoser
     from harness.reports.diff import first_divergence
     from reference.vocabs import vocab_path
 
     d = Diagnoser(vocab_path("llama-bpe"))
     tok = d.tok
-    go = next(v for v in __import__("harness.diagnosis", fromlist=["CATALOGUE"]).CATALOGUE if v.name == "whitespace_go")
+    go = next(v for v in CATALOGUE if v.name == "whitespace_go")
 
     def port(text):
         return tuple(go.output(tok, Case("encode", text, (False, True), ())))
