@@ -187,6 +187,10 @@ def unexplained_key(signature: tuple, triggers=(), pre_type: str | None = None) 
 
     >>> unexplained_key(("encode", "drops", "other text")), unexplained_key(("piece", "empty", "byte token"))
     (('unexplained', 'encode', 'other text'), ('unexplained', 'piece', 'empty', 'byte token'))
+    >>> unexplained_key(("piece", "empty", "normal token"), (), "n/a (t5)")
+    ('unexplained', 'piece', 'empty', 'normal token')
+    >>> unexplained_key(("piece", "other bytes", "normal token"), (), "n/a (t5)")
+    ('unexplained', 'piece', 'other bytes', 'normal token', 't5')
     >>> unexplained_key(("encode", "drops", "special"), ("\\u066a",), "BERT")
     ('unexplained', 'encode', 'triggered', 'P', 'BERT')
 
@@ -201,9 +205,10 @@ def unexplained_key(signature: tuple, triggers=(), pre_type: str | None = None) 
         return ("unexplained", signature[0], "adds tokens")  # where depends on the text, not the defect
     if len(signature) == 3 and signature[0] != "piece":
         return ("unexplained", signature[0], signature[2])
-    if signature[2:] == ("normal token",):
+    if signature[2:] == ("normal token",) and signature[1] != "empty":
         # a normal token's text rendered otherwise is each algorithm's own code (SPM's U+2581,
-        # WPM's ##, the byte-level map); a special token's is the vocabulary's, shared by all
+        # WPM's ##, the byte-level map); a special token's is the vocabulary's, shared by all.
+        # An empty piece is not rendered at all: one defect of the piece call on every algorithm
         return ("unexplained", *signature, algorithm(pre_type))
     return ("unexplained", *signature)
 
