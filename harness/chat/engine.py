@@ -31,6 +31,7 @@ import jinja2
 import jinja2.ext
 from jinja2 import nodes
 from jinja2.ext import loopcontrols
+from jinja2.visitor import NodeTransformer
 
 from harness.chat.stats import Stats, tracked_iter
 from harness.errors import HarnessError
@@ -302,6 +303,41 @@ def llama_iter(iterable, pairs: bool = False):
     return iterable
 
 
+def llama_in(needle, haystack, negate: bool = False) -> bool:
+    """``needle in haystack`` (``not in`` with ``negate``) as llama.cpp's binary expression runs it
+    (runtime.cpp, ``binary_expression::execute``): anything in undefined is false, undefined
+    in anything else raises, and so does anything in none; the rest is Jinja2's membership.
+    Jinja2 finds an undefined in nothing and says false: Cohere2MoE's ``tool_call_id not in``
+    on a tool message without one renders there and raises in llama-server.
+
+    >>> llama_in("a", LlamaUndefined()), llama_in("a", LlamaUndefined(), negate=True), llama_in("a", ["a"])
+    (False, True, True)
+    >>> llama_in(LlamaUndefined(), ["a"], negate=True)
+    Traceback (most recent call last):
+    ...
+    harness.chat.engine.TemplateRaised: Cannot perform operation not in on undefined values
+    """
+    if isinstance(haystack, jinja2.Undefined):
+        return negate
+    if isinstance(needle, jinja2.Undefined):
+        raise TemplateRaised(f"Cannot perform operation {'not in' if negate else 'in'} on undefined values")
+    if haystack is None:
+        raise TemplateRaised("Cannot perform operation on null values")
+    return (needle not in haystack) if negate else (needle in haystack)
+
+
+class _Membership(NodeTransformer):
+    """Each ``a in b`` / ``a not in b`` of a template becomes ``__llama_in(a, b, negate)``."""
+
+    def visit_Compare(self, node):
+        node = self.generic_visit(node)
+        if len(node.ops) == 1 and node.ops[0].op in ("in", "notin"):
+            return nodes.Call(nodes.Name("__llama_in", "load"),
+                              [node.expr, node.ops[0].expr, nodes.Const(node.ops[0].op == "notin")], [], None, None,
+                              lineno=node.lineno)
+        return node
+
+
 class LlamaEnvironment(jinja2.Environment):
     """Jinja2 with llama.cpp's semantics: attribute lookup, for loops, stats for the caps probes."""
 
@@ -348,7 +384,7 @@ class LlamaEnvironment(jinja2.Environment):
             pairs = isinstance(loop.target, nodes.Tuple)
             loop.iter = nodes.Call(nodes.Name("__llama_iter", "load"), [loop.iter, nodes.Const(pairs)], [], None, None,
                                    lineno=loop.lineno)
-        return tree
+        return _Membership().visit(tree)
 
 
 #: What a filter gives for an undefined input in llama.cpp (value.cpp, value_undefined_t::get_builtins).
@@ -444,5 +480,6 @@ def environment(jinja2_whitespace: bool = False, jinja2_json: bool = False) -> L
     })
     env.filters.update({name: _tracked(name, fn) for name, fn in env.filters.items()})
     env.tests.update({name: _tracked("test_is_" + name, fn) for name, fn in env.tests.items()})
-    env.globals.update({"raise_exception": raise_exception, "strftime_now": strftime_now, "__llama_iter": llama_iter})
+    env.globals.update({"raise_exception": raise_exception, "strftime_now": strftime_now, "__llama_iter": llama_iter,
+                        "__llama_in": llama_in})
     return env
