@@ -253,10 +253,19 @@ def _messages(tmpl: Template, request_messages: list) -> list:
 
 
 def _trimmed(m: dict) -> dict:
+    """``workaround::trim_all_content``: the content, each text part of typed content (the part
+    stays, maybe empty) and the reasoning, trimmed of C ``isspace`` at both ends.
+
+    >>> _trimmed({"role": "user", "content": [{"type": "text", "text": "  a "}, {"type": "image"}]})["content"]
+    [{'type': 'text', 'text': 'a'}, {'type': 'image'}]
+    """
     strip = " \t\n\v\f\r"
     m = dict(m)
     if isinstance(m.get("content"), str):
         m["content"] = m["content"].strip(strip)
+    elif isinstance(m.get("content"), list):
+        m["content"] = [{**part, "text": part["text"].strip(strip)} if part.get("type") == "text" else part
+                        for part in m["content"]]
     if "reasoning_content" in m:
         m["reasoning_content"] = m["reasoning_content"].strip(strip)
         if not m["reasoning_content"]:
