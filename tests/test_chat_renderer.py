@@ -178,10 +178,18 @@ def test_llama_cpp_semantics_where_jinja2_differs():
     assert r("{% if true %}\n  x\n{% endif %}\n") == "  x\n"                       # trim/lstrip blocks
     assert r("{{ {'b': 1, 'a': '<é>'} | tojson }}") == '{"b": 1, "a": "<é>"}'      # order, no escaping
     assert r("{{ x.y.z }}|{{ (x ~ 'a') }}|{{ x + 'b' }}") == "|a|b"                  # undefined chains, concatenates
-    assert r("{{ 'héllo wORLD'.title() }}|{{ 'a  b'.split() }}") == "Héllo World|['a', '', 'b']"
+    assert r("{{ 'héllo wORLD'.title() }}|{{ 'a  b'.split() | tojson }}") == 'Héllo World|["a", "", "b"]'
+    # printed: none, undefined and objects as nothing, a list as its items (gather_string_parts_recursive)
+    assert r("{{ none }}|{{ [1, [2, 'a']] }}|{{ {'a': 1} }}|{{ 'a  b'.split() }}") == "|12a||ab"
+    # + and ~ (binary_expression): none next to a string is nothing, a string joins anything printed
+    assert r("{{ none + 'a' }}{{ 'b' ~ none }}{{ 'c' + 1 }}|{{ 'x' in u }}|{{ 'x' not in u }}") == "abc1|False|True"
     assert r("{% for k in d %}{{ k }}{% endfor %}{% for k, v in d %}{{ v }}{% endfor %}", d={"a": 1}) == "a1"
     from harness.chat.engine import TemplateRaised
     with pytest.raises(TemplateRaised, match="Jinja Exception: no"):
         r("{{ raise_exception('no') }}")
     with pytest.raises(TemplateRaised, match="for loop: got String"):
         r("{% for c in 'ab' %}{% endfor %}")
+    with pytest.raises(TemplateRaised, match="in on undefined values"):
+        r("{{ u in ['a'] }}")
+    with pytest.raises(TemplateRaised, match='Unknown operator "~" between Integer and Integer'):
+        r("{{ 1 ~ 2 }}")

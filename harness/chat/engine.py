@@ -235,6 +235,23 @@ def to_text(value) -> str:
     return str(value)
 
 
+def output_text(value) -> str:
+    """What ``{{ value }}`` prints in llama.cpp (runtime.h, ``gather_string_parts_recursive``): a
+    string as it is, a number or a boolean as its text, a list's items one after another, and
+    nothing for none, undefined or an object (Jinja2 prints ``None`` and a list's repr).
+
+    >>> output_text(None), output_text([1, None, ["a", 2.5], {"k": 1}]), output_text(True), output_text({"a": 1})
+    ('', '1a2.5', 'True', '')
+    """
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (bool, int, float)):
+        return to_text(value)
+    if isinstance(value, (list, tuple)):
+        return "".join(map(output_text, value))
+    return ""
+
+
 def _repr(value) -> str:
     """llama.cpp's ``value_to_string_repr``, an item of a printed list or dict: a string in single
     quotes as it is, or as JSON when it holds a single quote; anything else printed.
@@ -326,8 +343,69 @@ def llama_in(needle, haystack, negate: bool = False) -> bool:
     return (needle not in haystack) if negate else (needle in haystack)
 
 
+def _null(value) -> bool:
+    return value is None or isinstance(value, jinja2.Undefined)
+
+
+def llama_add(left, right, op: str = "+"):
+    """``left + right`` (``left ~ right`` with ``op="~"``) as llama.cpp's binary expression runs it
+    (runtime.cpp, ``binary_expression::execute``): none or undefined next to a string is the
+    string (Python raises on ``None + "a"``, Jinja2's ``~`` prints ``None``); any other none or
+    undefined raises; two numbers add (``~`` raises); two lists join; a string with anything is
+    both printed and joined; anything else raises.
+
+    >>> llama_add(None, "a"), llama_add("a", 1), llama_add(1, 2.5), llama_add([1], [2]), llama_add(None, "a", "~")
+    ('a', 'a1', 3.5, [1, 2], 'a')
+    >>> llama_add(1, 2, "~")
+    Traceback (most recent call last):
+    ...
+    harness.chat.engine.TemplateRaised: Unknown operator "~" between Integer and Integer
+    """
+    if _null(left) or _null(right):
+        if isinstance(left, str) or isinstance(right, str):
+            return left if isinstance(left, str) else right
+        undefined = isinstance(left, jinja2.Undefined) or isinstance(right, jinja2.Undefined)
+        raise TemplateRaised(f"Cannot perform operation {op} on undefined values" if undefined
+                             else "Cannot perform operation on null values")
+    if op == "+" and _number(left) and _number(right):
+        return left + right
+    if op == "+" and isinstance(left, list) and isinstance(right, list):
+        return left + right
+    if isinstance(left, str) or isinstance(right, str):
+        return to_text(left) + to_text(right)
+    raise TemplateRaised(f'Unknown operator "{op}" between {_type(left)} and {_type(right)}')
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _type(value) -> str:
+    """llama.cpp's name of a value's type (value.h, ``type()``)."""
+    kinds = ((bool, "Boolean"), (int, "Integer"), (float, "Float"), (str, "String"), (list, "Array"),
+             (tuple, "Array"), (dict, "Object"))
+    return next((name for kind, name in kinds if isinstance(value, kind)), type(value).__name__)
+
+
 class _Membership(NodeTransformer):
-    """Each ``a in b`` / ``a not in b`` of a template becomes ``__llama_in(a, b, negate)``."""
+    """Each ``a in b`` / ``a not in b`` of a template becomes ``__llama_in(a, b, negate)``, each
+    ``a + b`` ``__llama_add(a, b)`` and each ``a ~ b ~ c`` ``__llama_add(__llama_add(a, b, "~"), c, "~")``
+    (left to right, as llama.cpp's parser reads additive operators)."""
+
+    def visit_Add(self, node):
+        node = self.generic_visit(node)
+        return self._call("__llama_add", [node.left, node.right], node.lineno)
+
+    def visit_Concat(self, node):
+        node = self.generic_visit(node)
+        out = node.nodes[0]
+        for operand in node.nodes[1:]:
+            out = self._call("__llama_add", [out, operand, nodes.Const("~")], node.lineno)
+        return out
+
+    @staticmethod
+    def _call(name: str, args: list, lineno: int):
+        return nodes.Call(nodes.Name(name, "load"), args, [], None, None, lineno=lineno)
 
     def visit_Compare(self, node):
         node = self.generic_visit(node)
@@ -472,7 +550,7 @@ def environment(jinja2_whitespace: bool = False, jinja2_json: bool = False) -> L
     off), with ``jinja2_json`` Jinja2's ``tojson``: what ports with those defects render."""
     env = LlamaEnvironment(trim_blocks=not jinja2_whitespace, lstrip_blocks=not jinja2_whitespace,
                            keep_trailing_newline=False,
-                           undefined=LlamaUndefined, extensions=[loopcontrols, GenerationBlock], finalize=to_text, autoescape=False)
+                           undefined=LlamaUndefined, extensions=[loopcontrols, GenerationBlock], finalize=output_text, autoescape=False)
     env.filters.update({
         "tojson": jinja2_tojson if jinja2_json else tojson, "trim": lambda s, chars=None: _strip(s, chars), "upper": STRING_METHODS["upper"],
         "lower": STRING_METHODS["lower"], "title": _title, "capitalize": _capitalize, "string": _string_filter,
@@ -481,5 +559,5 @@ def environment(jinja2_whitespace: bool = False, jinja2_json: bool = False) -> L
     env.filters.update({name: _tracked(name, fn) for name, fn in env.filters.items()})
     env.tests.update({name: _tracked("test_is_" + name, fn) for name, fn in env.tests.items()})
     env.globals.update({"raise_exception": raise_exception, "strftime_now": strftime_now, "__llama_iter": llama_iter,
-                        "__llama_in": llama_in})
+                        "__llama_in": llama_in, "__llama_add": llama_add})
     return env
