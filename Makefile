@@ -55,7 +55,7 @@ $(VENV)/.dev: $(STAMP)
 test: reference $(VENV)/.dev
 	$(VENV)/bin/lint-imports --no-cache
 	LLAMA_CONFORMANCE_REQUIRE_REFERENCE=1 HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-ci} \
-	  $(PY) -m pytest -n $(JOBS) -m "not slow and not pins and not remote" tests examples/toyport/tests \
+	  $(PY) -m pytest -n $(JOBS) --dist loadgroup -m "not slow and not pins and not remote" tests examples/toyport/tests \
 	  --doctest-modules harness reference tools --ignore=harness/conformance/suite
 
 # The long checks: every token piece re-encoded, 1 MB texts, every pre string, every .inp text

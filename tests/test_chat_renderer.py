@@ -87,6 +87,12 @@ def compare_templates(ref_chat, render) -> tuple[collections.Counter, list[str]]
     return counts, differ
 
 
+#: The sweeps of the 70 templates share llama.cpp's renderings (_REFERENCE, 4/5 of a sweep's
+#: time): make test's --dist loadgroup runs them on one worker, so they are rendered once.
+SWEEP = pytest.mark.xdist_group("chat-template-sweep")
+
+
+@SWEEP
 def test_every_pinned_template_renders_as_llama_cpp(ref_chat):
     from harness.chat.render import render
     counts, differ = compare_templates(ref_chat, render)
@@ -159,6 +165,7 @@ def test_the_vocab_templates_give_llama_servers_text_and_ids(ref_chat):
     assert dict(counts) == EXPECTED_VOCABS, differ
 
 
+@SWEEP
 @pytest.mark.parametrize("inject", ["jinja2_whitespace", "jinja2_json"])
 def test_the_comparison_catches_an_injected_difference(ref_chat, inject):
     """Jinja2's defaults where llama.cpp differs (trim_blocks and lstrip_blocks off; Jinja2's own
