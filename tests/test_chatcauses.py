@@ -92,6 +92,23 @@ def test_a_bug_the_catalogue_lacks_is_one_unexplained_cause(factory, vocab):
     assert [c.title for c in found] == ["unexplained (chat): bytes dropped (whitespace)"]
 
 
+def test_a_bug_behind_the_bos_is_named_behind_it_not_by_the_bos_bytes():
+    """A port that doubles the BOS and reads CRLF as LF meets every CR with the BOS first: the
+    edit at the first divergent byte is the BOS text, which said nothing of the CR. The cases
+    with a CR are the BOS cause with the CR's edit behind it; those without, the BOS cause."""
+    from harness.engine.chatgen import generate
+    from harness.inputs.vocabtexts import vocab_texts
+    from reference.inproc import load_reference
+    from reference.vocabs import vocab_path
+    ref = require(lambda: load_reference(vocab_path("phi-3")))
+    cases, _ = generate("phi-3", _port("bos_doubled_crlf", "phi-3"), ref, vocab_texts(vocab_path("phi-3"), ref),
+                        examples=30, seed=0, shrink_seconds=1)
+    from harness.engine.chatcauses import CATALOGUE
+    bos = next(v.title for v in CATALOGUE if v.name == "bos-doubled")
+    found = {c.title for c in causes(cases, {"phi-3": chatcheck.chat_vocab("phi-3")})}
+    assert found == {bos, f"{bos}; behind it, unexplained (chat): bytes dropped (whitespace)"}, found
+
+
 def test_llama_cpp_as_a_port_has_no_causes(tmp_path):
     out = tmp_path / "chat.json"
     assert chatcheck.main(["--port", "llama.cpp", "--vocabs", "phi-3", "--examples", "3", "--json", str(out)]) == 0

@@ -206,6 +206,53 @@ def explain(v: ChatVocab, conv, expected: ChatAnswer, got: ChatAnswer) -> Varian
     return next((var for var in CATALOGUE if reproduces(var.answer(v, conv, expected), got)), None)
 
 
+#: Variants about the prompt's start (a BOS text or id): a port that has one meets every case
+#: with it, so its other defects show only behind it.
+ENDS = ("bos-text-kept", "bos-doubled", "bos-missing")
+
+
+def explain_first(v: ChatVocab, conv, expected: ChatAnswer, got: ChatAnswer) -> tuple[Variant, ChatAnswer] | None:
+    """For a case no variant reproduces alone: the first :data:`ENDS` variant that accounts for
+    where the port's answer first parts from llama.cpp's, with its answer. It must move the
+    first divergence later in the text or the ids and earlier in neither (the one that moves it
+    furthest in both, when several do: a doubled BOS also keeps its text), and leave one; what it
+    leaves is a second defect, named by its edit (:func:`edit`). node-llama-cpp on gemma-4 keeps
+    the ``<bos>`` text *and* puts a newline after ``<|think|>``: the BOS explains byte 1, the
+    newline is what is left.
+
+    >>> v = ChatVocab("{{ bos_token }}", "<s>", "", True, False, 1, lambda d, a, p: list(d))
+    >>> from types import SimpleNamespace as Conversation
+    >>> var, left = explain_first(v, Conversation(tools=None), ChatAnswer(b"hi", [1, 5]), ChatAnswer(b"<s>hi\\n", [1, 5, 6]))
+    >>> var.name, edit(left, ChatAnswer(b"<s>hi\\n", [1, 5, 6]))
+    ('bos-text-kept', 'bytes added (whitespace)')
+    """
+    if expected.raised is not None or got.raised is not None:
+        return None
+    here = _divergence(expected, got)
+    best = None  # the one that takes the divergence furthest in both, when two qualify
+    for var in CATALOGUE:
+        if var.name not in ENDS:
+            continue
+        answer = var.answer(v, conv, expected)
+        if answer is None or answer.raised is not None:
+            continue
+        there = _divergence(answer, got)
+        if all(b >= a for a, b in zip(here, there)) and there != here and not reproduces(answer, got):
+            key = (min(there), sum(there))
+            if best is None or key > best[0]:
+                best = (key, var, answer)
+    return None if best is None else best[1:]
+
+
+def _divergence(a: ChatAnswer, b: ChatAnswer) -> tuple[int, int]:
+    """Where two answers first part: (text byte, prompt id index); past the end where they agree."""
+    text = _first(a.data, b.data) if a.data != b.data else 1 << 62
+    ids_a, ids_b = list(a.ids or []), list(b.ids or [])
+    ids = 1 << 62 if b.ids is None or ids_a == ids_b else \
+        next((i for i, (x, y) in enumerate(zip(ids_a, ids_b)) if x != y), min(len(ids_a), len(ids_b)))
+    return text, ids
+
+
 def _first(a: bytes, b: bytes) -> int:
     return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
 
@@ -294,6 +341,16 @@ def causes(cases: list, vocabs: dict) -> list[ChatCause]:
             var = explain(vocabs[case.vocab], conv, expected, got)
         except KeyError:
             raise ChatCauseError(f"{case.vocab} [{case.conversation}]: no ChatVocab for this vocab") from None
-        title = var.title if var else f"unexplained (chat): {edit(expected, got)}"
-        found.setdefault(title, ChatCause(title, var.rule if var else "")).cases.append(case)
+        title, rule = (var.title, var.rule) if var else _title_behind(vocabs[case.vocab], conv, expected, got)
+        found.setdefault(title, ChatCause(title, rule)).cases.append(case)
     return sorted(found.values(), key=lambda c: -len(c.cases))
+
+
+def _title_behind(v: ChatVocab, conv, expected: ChatAnswer, got: ChatAnswer) -> tuple[str, str]:
+    """An unexplained case's title and rule: behind a start-of-prompt defect when one accounts
+    for its first divergence (:func:`explain_first`), else the edit at that divergence alone."""
+    first = explain_first(v, conv, expected, got)
+    if first is None:
+        return f"unexplained (chat): {edit(expected, got)}", ""
+    var, left = first
+    return f"{var.title}; behind it, unexplained (chat): {edit(left, got)}", var.rule

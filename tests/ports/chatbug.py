@@ -18,7 +18,8 @@ changing llama.cpp's answer, then tokenizing with llama.cpp's tokenizer:
 - ``jinja2_defaults``: Jinja2's whitespace defaults (``trim_blocks``/``lstrip_blocks`` off);
 - ``jinja2_tojson``: Jinja2's own ``tojson`` (keys sorted, ASCII and HTML escaped);
 - ``bos_doubled``: the template's BOS text kept in the prompt, so the tokenizer's BOS doubles it;
-- ``specials_plain``: the prompt tokenized with parse_special false.
+- ``specials_plain``: the prompt tokenized with parse_special false;
+- ``bos_doubled_crlf``: two bugs, the BOS doubled and CRLF read as LF (only behind the BOS).
 """
 
 from __future__ import annotations
@@ -137,3 +138,10 @@ def bos_text_kept(vocab_path: str) -> RetokenizedChat:
 def specials_plain(vocab_path: str) -> RetokenizedChat:
     return RetokenizedChat(vocab_path, lambda data, ref: data,
                            lambda data, ref: ref.encode(data, add_special=True, parse_special=False))
+
+
+def bos_doubled_crlf(vocab_path: str) -> RetokenizedChat:
+    """Two bugs: CRLF in a content read as LF, and the BOS doubled; every case shows the BOS."""
+    port = bos_doubled(vocab_path)
+    port.change = _crlf
+    return port
