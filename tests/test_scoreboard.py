@@ -258,6 +258,46 @@ def test_a_row_goes_stale_when_engine_code_or_its_port_changes_and_not_otherwise
     shutil.rmtree(repo)
 
 
+def test_a_chat_column_goes_stale_when_chat_code_or_the_ports_chat_program_changes(tmp_path, capsys):
+    """The chat column records its check's commit; chat code (the check, its causes, the
+    harness renderer they re-render with) or the port's chat program changed since makes it
+    stale, and the fix named is the checks alone (CHECKS_ONLY); engine-only code does not."""
+    import shutil
+    repo = tmp_path / "repo"
+    _port(repo / "ports", "go", "p")
+    for path in ("harness/engine/chatcauses.py", "harness/chat/render.py", "harness/scoreboard/run.py",
+                 "ports/go/p/chat"):
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / path).write_text("# v1\n")
+    _git(tmp_path, "init", "-q", str(repo))
+    _git(repo, "add", "-A")
+    _git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "one")
+    head = _git(repo, "rev-parse", "--short", "HEAD")
+    ports = discover(repo / "ports")
+
+    def change(path: str, chat: dict | None) -> list[str]:
+        (repo / path).write_text((repo / path).read_text() + "# more\n")
+        _git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qam", f"change {path}")
+        return fresh.stale_rows({"ports": [{"name": "p", "run": {"engine": head}, "chat": chat}]}, ports, repo)
+
+    assert change("harness/scoreboard/run.py", {"commit": head}) == []
+    assert change("ports/go/p/build.sh", None)[0].startswith("p: engine ")  # the engine row's, as before
+    head = _git(repo, "rev-parse", "--short", "HEAD")
+    assert change("harness/scoreboard/run.py", {"commit": head}) == []
+    [why] = change("harness/chat/render.py", {"commit": head})
+    assert why.startswith(f"p: chat check on {head}, and 1 later commit") and "render.py" in why
+    [why] = change("ports/go/p/chat", {"commit": _git(repo, "rev-parse", "--short", "HEAD~1")})
+    assert "change ports/go/p/chat" in why
+    assert change("harness/engine/chatcauses.py", {"exit_code": 1}) == ["p: its chat check records no commit"]
+    snapshot = repo / "docs" / "scoreboard.json"
+    snapshot.parent.mkdir()
+    snapshot.write_text(json.dumps({"ports": [{"name": "p", "run": {"engine": _git(repo, "rev-parse", "--short", "HEAD")},
+                                               "chat": {"commit": head}}]}))
+    assert fresh.check_fresh(snapshot, repo / "ports") == 1
+    assert 'make scoreboard PORTS="p" CHECKS_ONLY=1 SNAPSHOT=1' in capsys.readouterr().out
+    shutil.rmtree(repo)
+
+
 def test_snapshot_of_some_ports_refreshes_their_rows_and_keeps_the_others(tmp_path):
     old = {"header": {"pin": "p1"}, "vocabs": ["v"],
            "ports": [{"name": "a", "run": {"engine": "e1"}}, {"name": "b", "run": {"engine": "e1"}}]}

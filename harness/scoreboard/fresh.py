@@ -3,7 +3,9 @@
 A snapshot row records the engine commit that ran it (:func:`engine_commit`). The row is
 stale once a later commit changes engine code, the oracle or the pin (:data:`ENGINE_PATHS`),
 pyproject.toml's judged part (:func:`judged_project`) or the port's own files
-(:func:`port_paths`, :func:`port_json_changed`); :func:`check_fresh` (``llama-conformance
+(:func:`port_paths`, :func:`port_json_changed`). Its chat column records the commit of its
+chat check and is stale once chat code or the port's chat program changes (:func:`chat_stale`);
+:func:`check_fresh` (``llama-conformance
 scoreboard --check-fresh``, a test in ``make test``) names those rows and the command that
 refreshes them.
 """
@@ -47,6 +49,14 @@ ENGINE_PATHS = ("harness", "reference",
                     # the harness port's own server and its chat renderer: PORT=harness runs them,
                     # a scoreboard port's run never does
                     "harness/tokenizer/serve.py", "harness/chat")))
+
+
+#: What decides a row's chat column (its chat check): the chat check and its causes, the harness
+#: renderer the causes re-render with, the chat reference, the oracle and the generated inputs.
+#: The port's chat program counts too (:func:`chat_paths`).
+CHAT_PATHS = ("harness/chatcheck.py", "harness/engine/chatdiff.py", "harness/engine/chatgen.py",
+              "harness/engine/chatcauses.py", "harness/protocol/chat.py", "harness/chat", "harness/inputs",
+              "reference")
 
 
 #: Packages the engine never imports (the harness port's chat renderer's): pyproject.toml may
@@ -102,6 +112,33 @@ def port_paths(directory: Path) -> list[str]:
             f":(exclude,glob,icase){directory}/**/direct*", f":(exclude,glob,icase){directory}/**/chat*"]
 
 
+def chat_paths(directory: Path) -> list[str]:
+    """A port's files that decide its chat column: its chat program (``chat``, ``chat.py``, ``Chat.java``)."""
+    return [f":(glob,icase){directory}/**/chat*"]
+
+
+def chat_stale(row: dict, directory: Path | None, root: Path) -> str | None:
+    """Why a row's chat column is stale (None when fresh, or when the port has no chat program):
+    its chat check records no commit, or later commits change :data:`CHAT_PATHS` or the port's
+    chat program."""
+    chat = row.get("chat")
+    if not chat:
+        return None
+    commit = chat.get("commit")
+    if not commit or commit.endswith("+") or commit == "unknown":
+        return f"{row['name']}: its chat check records {'no commit' if not commit else 'commit ' + commit}"
+    paths = list(CHAT_PATHS) + (chat_paths(directory) if directory is not None else [])
+    proc = subprocess.run(["git", "-C", str(root), "log", "--format=%h %s", f"{commit}..HEAD", "--", *paths],
+                          capture_output=True, text=True, timeout=60)
+    if proc.returncode != 0:
+        return f"{row['name']}: chat commit {commit} is not in this checkout's history ({proc.stderr.strip()[:200]})"
+    if proc.stdout.strip():
+        commits = proc.stdout.strip().splitlines()
+        return (f"{row['name']}: chat check on {commit}, and {len(commits)} later commit(s) change what judges its "
+                f"chat (newest: {commits[0][:100]})")
+    return None
+
+
 def port_json_changed(root: Path, directory: Path, engine: str) -> str | None:
     """Why the port.json at ``engine`` judges differently from the one checked out (None when
     only :data:`UNJUDGED_KEYS` differ): ``"port.json: serve changed"``."""
@@ -145,6 +182,8 @@ def stale_rows(board: dict, ports: list[Port], root: Path) -> list[str]:
             out.append(f"{name}: engine {engine}, and {why}")
         elif why := pyproject_changed(root, engine):
             out.append(f"{name}: engine {engine}, and {why}")
+        if why := chat_stale(row, dirs.get(name), root):
+            out.append(why)
     return out
 
 
@@ -162,6 +201,11 @@ def check_fresh(snapshot: Path, ports_root: Path) -> int:
         print(f"scoreboard: {snapshot} is fresh: every row's engine is the engine code of this checkout")
         return 0
     names = sorted({r.split(":")[0] for r in reasons})
+    chat_only = sorted({r.split(":")[0] for r in reasons if ": chat " in r or "its chat check" in r} -
+                       {r.split(":")[0] for r in reasons if not (": chat " in r or "its chat check" in r)})
+    whole = [n for n in names if n not in chat_only]
+    how = [f"make scoreboard PORTS=\"{' '.join(whole)}\" SNAPSHOT=1"] if whole else []
+    how += [f"make scoreboard PORTS=\"{' '.join(chat_only)}\" CHECKS_ONLY=1 SNAPSHOT=1"] if chat_only else []
     print(f"scoreboard: {snapshot} has {len(names)} stale row(s):\n  " + "\n  ".join(reasons)
-          + f"\nrefresh them: make scoreboard PORTS=\"{' '.join(names)}\" SNAPSHOT=1 && make scoreboard-readme")
+          + f"\nrefresh them: {' && '.join(how)} && make scoreboard-readme")
     return 1

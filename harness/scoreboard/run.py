@@ -132,11 +132,13 @@ def chat_check(port: Port, pdir: Path, vocabs: list[str] | None = None) -> dict 
     template; its cases in ``<pdir>/chat.json``); None when the port has no chat program."""
     if not port.chat:
         return None
+    commit = engine_commit()  # what ran the check: its chat column is stale once chat code changes
     if vocabs:
         from harness.chatcheck import chat_vocabs
         vocabs = [v for v in chat_vocabs() if v in vocabs]
         if not vocabs:
-            return {"exit_code": None, "cases": [], "failure": "not run: no vocab of this board carries a chat template"}
+            return {"exit_code": None, "cases": [], "failure": "not run: no vocab of this board carries a chat template",
+                    "commit": commit}
     spec = port.command(port.chat)
     (pdir / "chat.json").unlink(missing_ok=True)  # a file an earlier check left is not this one's
     start = time.monotonic()
@@ -150,8 +152,10 @@ def chat_check(port: Port, pdir: Path, vocabs: list[str] | None = None) -> dict 
         cases, causes = found["cases"], found.get("causes", [])
     except (OSError, ValueError, KeyError) as e:
         tail = (pdir / "chat.log").read_text(encoding="utf-8", errors="replace").strip().splitlines()[-1:] or [""]
-        return {"exit_code": code, "cases": [], "failure": f"chat-check exited {code} without cases ({e}): {tail[0][:300]}"}
-    return {"exit_code": code, "cases": cases, "causes": causes, "log": f"scoreboard/{port.name}/chat.log"}
+        return {"exit_code": code, "cases": [], "failure": f"chat-check exited {code} without cases ({e}): {tail[0][:300]}",
+                "commit": commit}
+    return {"exit_code": code, "cases": cases, "causes": causes, "log": f"scoreboard/{port.name}/chat.log",
+            "commit": commit}
 
 
 def adapter_check(port: Port, args) -> dict:
