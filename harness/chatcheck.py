@@ -223,7 +223,8 @@ def _print_causes(found: list) -> None:
     for n, cause in enumerate(found, 1):
         ex = cause.example()
         conv = ex.evidence[0]
-        print(f"cause {n}: {cause.title} ({len(cause.cases)} case(s))" + (f"; llama.cpp: {cause.rule}" if cause.rule
+        also = f", {len(cause.with_another)} with another defect" if cause.with_another else ""
+        print(f"cause {n}: {cause.title} ({len(cause.cases)} case(s){also})" + (f"; llama.cpp: {cause.rule}" if cause.rule
                                                                             else ""))
         print(f"    e.g. {ex.vocab} [{ex.conversation}] {json.dumps(conv.messages, ensure_ascii=False)[:300]}\n"
               f"    {ex.detail}")

@@ -94,8 +94,9 @@ def test_a_bug_the_catalogue_lacks_is_one_unexplained_cause(factory, vocab):
 
 def test_a_bug_behind_the_bos_is_named_behind_it_not_by_the_bos_bytes():
     """A port that doubles the BOS and reads CRLF as LF meets every CR with the BOS first: the
-    edit at the first divergent byte is the BOS text, which said nothing of the CR. The cases
-    with a CR are the BOS cause with the CR's edit behind it; those without, the BOS cause."""
+    edit at the first divergent byte is the BOS text, which said nothing of the CR. Every case
+    is the BOS cause's; those with a CR are also the CR's unexplained cause, named by the edit
+    the BOS leaves (two defects, two causes, no third)."""
     from harness.engine.chatgen import generate
     from harness.inputs.vocabtexts import vocab_texts
     from reference.inproc import load_reference
@@ -105,8 +106,11 @@ def test_a_bug_behind_the_bos_is_named_behind_it_not_by_the_bos_bytes():
                         examples=30, seed=0, shrink_seconds=1)
     from harness.engine.chatcauses import CATALOGUE
     bos = next(v.title for v in CATALOGUE if v.name == "bos-doubled")
-    found = {c.title for c in causes(cases, {"phi-3": chatcheck.chat_vocab("phi-3")})}
-    assert found == {bos, f"{bos}; behind it, unexplained (chat): bytes dropped (whitespace)"}, found
+    found = {c.title: c for c in causes(cases, {"phi-3": chatcheck.chat_vocab("phi-3")})}
+    crlf = "unexplained (chat): bytes dropped (whitespace)"
+    assert set(found) == {bos, crlf}, list(found)
+    assert len(found[bos].cases) == sum(c.outcome == "diverge" for c in cases)
+    assert found[crlf].cases == found[crlf].with_another == found[bos].with_another != []
 
 
 def test_llama_cpp_as_a_port_has_no_causes(tmp_path):

@@ -216,9 +216,9 @@ def explain_first(v: ChatVocab, conv, expected: ChatAnswer, got: ChatAnswer) -> 
     where the port's answer first parts from llama.cpp's, with its answer. It must move the
     first divergence later in the text or the ids and earlier in neither (the one that moves it
     furthest in both, when several do: a doubled BOS also keeps its text), and leave one; what it
-    leaves is a second defect, named by its edit (:func:`edit`). node-llama-cpp on gemma-4 keeps
-    the ``<bos>`` text *and* puts a newline after ``<|think|>``: the BOS explains byte 1, the
-    newline is what is left.
+    leaves is a second defect, named by its edit (:func:`edit`) as an unexplained cause; the case
+    counts for both (:func:`causes`). node-llama-cpp on gemma-4 keeps the ``<bos>`` text *and*
+    puts a newline after ``<|think|>``: the BOS explains byte 1, the newline is what is left.
 
     >>> v = ChatVocab("{{ bos_token }}", "<s>", "", True, False, 1, lambda d, a, p: list(d))
     >>> from types import SimpleNamespace as Conversation
@@ -303,20 +303,27 @@ def edit(expected: ChatAnswer, got: ChatAnswer) -> str:
 
 @dataclass
 class ChatCause:
-    """Cases with one explanation: a variant's, or an unexplained edit."""
+    """Cases with one explanation: a variant's, or an unexplained edit. ``cases`` counts the
+    cases met with another defect too (``with_another`` of them): a case with two defects
+    belongs to both causes, not to a third."""
 
     title: str
     rule: str = ""
     cases: list = field(default_factory=list)
+    with_another: list = field(default_factory=list)
 
     def example(self):
-        """The divergent case with the smallest conversation (messages, then content characters)."""
-        return min(self.cases, key=lambda c: _size(c.evidence[0]))
+        """The divergent case with the smallest conversation (messages, then content characters),
+        one this cause explains alone when it has any."""
+        shared = {id(c) for c in self.with_another}
+        alone = [c for c in self.cases if id(c) not in shared]
+        return min(alone or self.cases, key=lambda c: _size(c.evidence[0]))
 
     def to_json(self) -> dict:
         ex = self.example()
         conv, expected, got = ex.evidence
-        return {"title": self.title, "rule": self.rule, "cases": len(self.cases), "example": {
+        return {"title": self.title, "rule": self.rule, "cases": len(self.cases),
+                "with_another": len(self.with_another), "example": {
             "vocab": ex.vocab, "conversation": ex.conversation, "messages": conv.messages, "tools": conv.tools,
             "add_generation_prompt": conv.add_generation_prompt, "kwargs": conv.kwargs, "detail": ex.detail,
             "llama_cpp": expected.to_json(), "port": got.to_json()}}
@@ -341,16 +348,20 @@ def causes(cases: list, vocabs: dict) -> list[ChatCause]:
             var = explain(vocabs[case.vocab], conv, expected, got)
         except KeyError:
             raise ChatCauseError(f"{case.vocab} [{case.conversation}]: no ChatVocab for this vocab") from None
-        title, rule = (var.title, var.rule) if var else _title_behind(vocabs[case.vocab], conv, expected, got)
-        found.setdefault(title, ChatCause(title, rule)).cases.append(case)
+        if var is not None:
+            found.setdefault(var.title, ChatCause(var.title, var.rule)).cases.append(case)
+            continue
+        first = explain_first(vocabs[case.vocab], conv, expected, got)
+        if first is None:
+            title = f"unexplained (chat): {edit(expected, got)}"
+            found.setdefault(title, ChatCause(title)).cases.append(case)
+            continue
+        var, left = first  # two defects: the case is the start-of-prompt cause's and its second's
+        cause = found.setdefault(var.title, ChatCause(var.title, var.rule))
+        cause.cases.append(case)
+        cause.with_another.append(case)
+        title = f"unexplained (chat): {edit(left, got)}"
+        behind = found.setdefault(title, ChatCause(title))
+        behind.cases.append(case)
+        behind.with_another.append(case)
     return sorted(found.values(), key=lambda c: -len(c.cases))
-
-
-def _title_behind(v: ChatVocab, conv, expected: ChatAnswer, got: ChatAnswer) -> tuple[str, str]:
-    """An unexplained case's title and rule: behind a start-of-prompt defect when one accounts
-    for its first divergence (:func:`explain_first`), else the edit at that divergence alone."""
-    first = explain_first(v, conv, expected, got)
-    if first is None:
-        return f"unexplained (chat): {edit(expected, got)}", ""
-    var, left = first
-    return f"{var.title}; behind it, unexplained (chat): {edit(left, got)}", var.rule
