@@ -128,15 +128,23 @@ def chat_stale(row: dict, directory: Path | None, root: Path) -> str | None:
     if not commit or commit.endswith("+") or commit == "unknown":
         return f"{row['name']}: its chat check records {'no commit' if not commit else 'commit ' + commit}"
     paths = list(CHAT_PATHS) + (chat_paths(directory) if directory is not None else [])
-    proc = subprocess.run(["git", "-C", str(root), "log", "--format=%h %s", f"{commit}..HEAD", "--", *paths],
-                          capture_output=True, text=True, timeout=60)
-    if proc.returncode != 0:
-        return f"{row['name']}: chat commit {commit} is not in this checkout's history ({proc.stderr.strip()[:200]})"
-    if proc.stdout.strip():
-        commits = proc.stdout.strip().splitlines()
+    commits, error = commits_since(root, commit, paths)
+    if error:
+        return f"{row['name']}: chat commit {commit} is not in this checkout's history ({error})"
+    if commits:
         return (f"{row['name']}: chat check on {commit}, and {len(commits)} later commit(s) change what judges its "
                 f"chat (newest: {commits[0][:100]})")
     return None
+
+
+def commits_since(root: Path, commit: str, paths: list[str]) -> tuple[list[str], str]:
+    """The commits after ``commit`` that change ``paths`` (``"<hash> <subject>"``, newest first),
+    and git's error when ``commit`` is not in the history ("" otherwise)."""
+    proc = subprocess.run(["git", "-C", str(root), "log", "--format=%h %s", f"{commit}..HEAD", "--", *paths],
+                          capture_output=True, text=True, timeout=60)
+    if proc.returncode != 0:
+        return [], proc.stderr.strip()[:200] or f"git log exited {proc.returncode}"
+    return proc.stdout.strip().splitlines(), ""
 
 
 def port_json_changed(root: Path, directory: Path, engine: str) -> str | None:
@@ -170,12 +178,10 @@ def stale_rows(board: dict, ports: list[Port], root: Path) -> list[str]:
             out.append(f"{name}: its row records {'no engine commit' if not engine else 'engine ' + engine}")
             continue
         paths = list(ENGINE_PATHS) + (port_paths(dirs[name]) if name in dirs else [])
-        proc = subprocess.run(["git", "-C", str(root), "log", "--format=%h %s", f"{engine}..HEAD", "--", *paths],
-                              capture_output=True, text=True, timeout=60)
-        if proc.returncode != 0:
-            out.append(f"{name}: engine {engine} is not in this checkout's history ({proc.stderr.strip()[:200]})")
-        elif proc.stdout.strip():
-            commits = proc.stdout.strip().splitlines()
+        commits, error = commits_since(root, engine, paths)
+        if error:
+            out.append(f"{name}: engine {engine} is not in this checkout's history ({error})")
+        elif commits:
             out.append(f"{name}: engine {engine}, and {len(commits)} later commit(s) change what judges it "
                        f"(newest: {commits[0][:100]})")
         elif name in dirs and (why := port_json_changed(root, dirs[name], engine)):
