@@ -5,7 +5,7 @@ to import for the fixture; ``conformance`` and the strategies come from
 ``harness.pytest_plugin``.
 """
 
-from hypothesis import given
+from hypothesis import given, settings
 
 import toyport
 from harness.pytest_plugin import conformance, cjk, whitespace
@@ -23,6 +23,8 @@ def test_the_fixture_is_llama_cpp_in_process(llama_reference):
     assert ref.encode("Hello world", False, False) == [9707, 1879]
 
 
+# no deadline: the first example loads the vocab (toyport's and llama.cpp's), 0.4 s on a 2-core machine
+@settings(deadline=None)
 @given(cjk)
 def test_cjk_like_llama_cpp(llama_reference, text):
     from reference.vocabs import vocab_path
@@ -31,6 +33,7 @@ def test_cjk_like_llama_cpp(llama_reference, text):
     assert toyport.tokenize(vocab_path("qwen2"), text) == want
 
 
+@settings(deadline=None)
 @given(whitespace)
 def test_whitespace_like_llama_cpp(llama_reference, text):
     from reference.vocabs import vocab_path
