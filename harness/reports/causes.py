@@ -99,18 +99,23 @@ _MAJOR = {"L": "letter", "M": "mark", "N": "number", "P": "punctuation", "S": "s
           "C": "other (control, format, unassigned)", "compat": "compatibility (NFKC-changed)"}
 
 
-def trigger_classes(triggers) -> str:
-    """The class of a cause's triggers: ``compat`` when every one has a compatibility
+def trigger_classes(triggers, pre_type: str | None = None) -> str:
+    """The class of a cause's triggers: their major general categories in llama.cpp's tables
+    (:func:`major_class`), e.g. ``'P'`` or ``'L+N'``; on a UGM vocab (``n/a (t5)``, whose
+    charsmap normalises by compatibility) ``compat`` when every one has a compatibility
     decomposition (NFKC changes it and NFC does not: Ⅶ, ①, ｋ, ˘, a defect of normalisation
-    whatever the category), else their major general categories in llama.cpp's tables
-    (:func:`major_class`), e.g. ``'P'`` or ``'L+N'``. U+037E, a canonical singleton (NFC
-    changes it too), is punctuation: ``trigger_classes(["\\u037e"]) == 'P'``.
+    whatever the category). No other algorithm of llama.cpp normalises so: there U+FF08 is
+    punctuation, U+00A0 a separator and U+00BC a number, as the pre-tokenizer sees them.
+    U+037E, a canonical singleton (NFC changes it too), is punctuation.
 
-    >>> trigger_classes(["\\u066a", "\\u2019"]), trigger_classes(["\\u0416", "7"]), trigger_classes(["\\u2166", "\\uff4b"])
-    ('P', 'L+N', 'compat')
+    >>> trigger_classes(["\\u066a", "\\u2019"]), trigger_classes(["\\u0416", "7"]), trigger_classes(["\\u037e"], "n/a (t5)")
+    ('P', 'L+N', 'P')
+    >>> trigger_classes(["\\u2166", "\\uff4b"], "n/a (t5)"), trigger_classes(["\\uff08", "\\u2019"], "n/a (bert)")
+    ('compat', 'P')
     """
     chars = [c for c in triggers if len(c) == 1]
-    if chars and all(unicodedata.normalize("NFKC", c) != unicodedata.normalize("NFC", c) for c in chars):
+    if chars and algorithm(pre_type) == "t5" and all(
+            unicodedata.normalize("NFKC", c) != unicodedata.normalize("NFC", c) for c in chars):
         return "compat"
     return "+".join(sorted({major_class(c) for c in chars}))
 
@@ -199,8 +204,9 @@ def unexplained_key(signature: tuple, triggers=(), pre_type: str | None = None) 
     vocabs of other pre types is another defect.
     """
     content = signature[:1] == ("encode",) and signature[2:] and signature[2] in _CONTENT
-    if triggers and content and trigger_classes(triggers):
-        return ("unexplained", "encode", "triggered", trigger_classes(triggers), pre_type or "")
+    classes = trigger_classes(triggers, pre_type) if triggers and content else ""
+    if classes:
+        return ("unexplained", "encode", "triggered", classes, pre_type or "")
     if len(signature) == 3 and signature[1] == "adds" and signature[2] in ("start", "inside", "end"):
         return ("unexplained", signature[0], "adds tokens")  # where depends on the text, not the defect
     if len(signature) == 3 and signature[0] != "piece":
