@@ -40,7 +40,7 @@ def table_contrasts(bound) -> list[str]:
     """Texts on which variants with code-point tables (platform classes) may answer
     differently from each other: the points one table holds and another does not, spread
     over that difference, in :data:`CONTRAST_CONTEXTS`. Java's ``Character.isWhitespace`` and
-    Go's ``\s`` both lack U+00A0; U+2002 tells them apart, but only where a space comes
+    Go's ``\\s`` both lack U+00A0; U+2002 tells them apart, but only where a space comes
     before it (" \u2002a"), never alone.
 
     >>> V = type("V", (), {"__init__": lambda s, t: setattr(s, "t", t), "table": lambda s: s.t})
