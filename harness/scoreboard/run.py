@@ -58,6 +58,23 @@ OLD_PIN = os.environ.get("SCOREBOARD_OLD_PIN") or "4df29be"
 #: Each run's budget when BUDGET is not set: none, the profile's counts (ci: 200 fast + 30
 #: Hypothesis cases per generated test), which keeps the board with builds within an hour on 2 cores.
 DEFAULT_BUDGET = None
+#: Each request's time limit in the board's runs and chat checks (``$PORT_TIMEOUT`` when set):
+#: a published package loading a 262,144-token vocab (gemma-4) took over the protocol's default
+#: 30 s on its first request with both cores busy (five cells of the 2026-12-07 board were
+#: those timeouts, not findings). A port that hangs is still stopped, after this long.
+BOARD_PORT_TIMEOUT = "120"
+
+
+def port_env(**extra: str) -> dict:
+    """The environment of a port's run and chat check: :data:`BOARD_PORT_TIMEOUT` unless
+    ``$PORT_TIMEOUT`` says otherwise, and ``extra``.
+
+    >>> port_env(X="1")["X"], float(port_env()["PORT_TIMEOUT"]) > 0
+    ('1', True)
+    """
+    env = dict(os.environ, **extra)
+    env["PORT_TIMEOUT"] = env.get("PORT_TIMEOUT") or BOARD_PORT_TIMEOUT
+    return env
 
 
 class PortStub:
@@ -110,7 +127,7 @@ def build_and_run(port: Port, pdir: Path, args, checks: bool = True) -> dict:
                     keyword=args.keyword)
     # Each port its own replay store: one port's shrunk failures never run first for another.
     store = Path(os.environ.get("LLAMA_CONFORMANCE_REPLAY") or ".hypothesis/scoreboard") / port.name
-    env = dict(os.environ, LLAMA_CONFORMANCE_REPLAY=str(store.resolve()))
+    env = port_env(LLAMA_CONFORMANCE_REPLAY=str(store.resolve()))
     start = time.monotonic()
     with open(pdir / "run.log", "w", encoding="utf-8") as log:
         code = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -145,7 +162,7 @@ def chat_check(port: Port, pdir: Path, vocabs: list[str] | None = None) -> dict 
     with open(pdir / "chat.log", "w", encoding="utf-8") as log:
         code = subprocess.run([sys.executable, "-m", "harness", "chat-check", "--port", spec,
                                "--json", str(pdir / "chat.json"), *(["--vocabs", *vocabs] if vocabs else [])], stdout=log, stderr=subprocess.STDOUT,
-                              stdin=subprocess.DEVNULL).returncode
+                              stdin=subprocess.DEVNULL, env=port_env()).returncode
     say(f"[{port.name}] chat check exited {code} in {time.monotonic() - start:.0f} s")
     try:
         found = json.loads((pdir / "chat.json").read_text(encoding="utf-8"))
