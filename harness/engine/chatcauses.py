@@ -340,6 +340,13 @@ def causes(cases: list, vocabs: dict) -> list[ChatCause]:
     """The divergent ``cases`` (ChatCases with evidence) grouped into causes, most cases first;
     ``vocabs`` maps a vocab name to its :class:`ChatVocab`."""
     found: dict[str, ChatCause] = {}
+
+    def file(case, title: str, rule: str = "", with_another: bool = False) -> None:
+        cause = found.setdefault(title, ChatCause(title, rule))
+        cause.cases.append(case)
+        if with_another:
+            cause.with_another.append(case)
+
     for case in cases:
         if case.outcome != "diverge" or case.evidence is None:
             continue
@@ -349,19 +356,13 @@ def causes(cases: list, vocabs: dict) -> list[ChatCause]:
         except KeyError:
             raise ChatCauseError(f"{case.vocab} [{case.conversation}]: no ChatVocab for this vocab") from None
         if var is not None:
-            found.setdefault(var.title, ChatCause(var.title, var.rule)).cases.append(case)
+            file(case, var.title, var.rule)
             continue
         first = explain_first(vocabs[case.vocab], conv, expected, got)
         if first is None:
-            title = f"unexplained (chat): {edit(expected, got)}"
-            found.setdefault(title, ChatCause(title)).cases.append(case)
+            file(case, f"unexplained (chat): {edit(expected, got)}")
             continue
         var, left = first  # two defects: the case is the start-of-prompt cause's and its second's
-        cause = found.setdefault(var.title, ChatCause(var.title, var.rule))
-        cause.cases.append(case)
-        cause.with_another.append(case)
-        title = f"unexplained (chat): {edit(left, got)}"
-        behind = found.setdefault(title, ChatCause(title))
-        behind.cases.append(case)
-        behind.with_another.append(case)
+        file(case, var.title, var.rule, with_another=True)
+        file(case, f"unexplained (chat): {edit(left, got)}", with_another=True)
     return sorted(found.values(), key=lambda c: -len(c.cases))
