@@ -26,7 +26,9 @@ A diagnosis must *predict*: a variant that reproduces the shrunk case (and up to
 (:meth:`Diagnoser.predictions`: the same input in other contexts, nearby and same-type
 tokens, other special tokens; up to :data:`OTHER_FLAGS` of them under the check's other
 flag combinations, where the hunt offers a ``probe``). A variant that fitted one short case by chance mispredicts and is dropped; the
-cause is then named by the next variant that predicts, or stays unexplained. A port that
+cause is then named by the next variant that predicts, or stays unexplained. An input on which
+the port parts from llama.cpp before the variant does is no evidence either way (the port met
+another defect of its own first), and at least one prediction must be judged. A port that
 went down is not asked: its diagnoses carry no predictions.
 
 Counts are honest and deterministic. A cause counts only the kept cases its explanation
@@ -106,9 +108,10 @@ class Diagnoser(Protocol):
         """Up to ``n`` inputs (the finding's own flags) where the explanation ``key`` and llama.cpp
         agree (``targeted``: only those where a wider defect of its kind would show)."""
 
-    def predicted(self, key: str, x, got, known: tuple[str, ...] = ()) -> bool:
+    def predicted(self, key: str, x, got, known: tuple[str, ...] = ()) -> bool | None:
         """Whether the port's answer on ``x`` (``got``: the rerun's finding, or None) is the
-        explanation's (for decode and pieces, possibly with a ``known`` cause's output change too)."""
+        explanation's (for decode and pieces, possibly with a ``known`` cause's output change too);
+        None when the port parts from llama.cpp before the explanation does (it met another defect first)."""
 
     def diagnose_after(self, known: list[str], findings: list) -> tuple:
         """The explanations of what is left of the findings' port answers once a known
@@ -321,6 +324,8 @@ class CauseFinder:
             if got is UNANSWERED:
                 continue  # unsupported or a port error: no evidence either way
             ok = self.diagnoser.predicted(key, x, got, known)
+            if ok is None:
+                continue  # the port parted from llama.cpp before the variant's claim: no evidence
             if flags is not None:
                 if got is not None and not ok and not (known and self.diagnoser.explains(known, got)):
                     continue  # the port parts from llama.cpp in another way there: no evidence
