@@ -202,9 +202,11 @@ class Diagnoser(Explainer):
         ``key``'s does: the port met another defect of its own on the way, and the input says
         nothing of the variant's claim. (transformers on phi-3 keeps the space after an RSTRIP
         special, and never matches its UNKNOWN-typed ``[PAD32037]`` at all: asked "[PAD32037] 0",
-        it parts at the special itself, before the space the variant is about.)"""
+        it parts at the special itself, before the space the variant is about.) Never for a
+        variant about the edges (BOS, EOS, a token appended): its claim is judged at the ends
+        whatever the port does in between, so a port that parts in the middle has answered it."""
         v = self._bound.get(key)
-        if v is None:
+        if v is None or v.edges(self.tok) is not None:
             return False
         try:
             out = v.output(self.tok, self._moved(key, case))
