@@ -78,6 +78,10 @@ def test_check_and_vocab_outcomes_never_overstate():
     entry = vocab_entry("v", refused, [])
     assert entry["outcome"] == "unsupported" and entry["checks"]["decode"] == "unsupported"
     assert "no remove_special" in entry["reason"]
+    why = "port p cannot load this vocab (it answers info, encode, decode and piece alike): unsupported: no t5"
+    unloadable = [{"vocab": "v", "check": c["check"], "flags": "plain", "unsupported_reason": why} for c in full]
+    entry = vocab_entry("v", unloadable, [])  # every cell declared, none counted: still the port's refusal
+    assert (entry["outcome"], entry["reason"]) == ("unsupported", "no t5"), entry
     crashed = full[:4] + [{"vocab": "v", "check": "piece", "flags": "plain", "cases": 1, "port_errors": 1}]
     assert vocab_entry("v", crashed, [])["outcome"] == "error"
     cause = {"id": "C1", "cells": [{"vocab": "v", "check": "encode", "flags": "plain"}]}

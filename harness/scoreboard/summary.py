@@ -88,7 +88,8 @@ def vocab_entry(vocab: str, cells: list[dict], causes: list[dict], port_errors: 
         outcome = "divergence"
     elif states == {"pass"}:
         outcome = "pass"
-    elif states <= {"pass", "unsupported", "partial"} and any(c.get("unsupported") for c in merged):
+    elif states <= {"pass", "unsupported", "partial"} and any(c.get("unsupported") or c.get("unsupported_reason")
+                                                               for c in merged):  # counted, or declared
         outcome = "unsupported"
     else:
         outcome = "not checked"
