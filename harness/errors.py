@@ -109,7 +109,9 @@ class PortUnsupported(PortRequestError):
     """The port cannot express this request: it said so in its ``info`` answer
     (``"unsupported": [...]``), answered ``{"error": "unsupported: ..."}``, or (a
     Python adapter) raised ``NotImplementedError``. Counted as ``unsupported``,
-    never as a pass."""
+    never as a pass. ``answer`` is the port's own ``{"error"}`` text, when it gave one."""
+
+    answer = ""
 
 
 def root_cause(message: str) -> str:

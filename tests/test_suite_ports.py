@@ -154,6 +154,37 @@ def test_a_port_that_cannot_express_a_flag_gets_unsupported_and_everything_else_
 
 
 @pytest.mark.reference
+def test_a_vocab_the_port_cannot_load_is_unsupported_with_its_words_and_nothing_else_is_asked(
+        pytester, monkeypatch, tmp_path):
+    log = tmp_path / "requests"
+    port = _faulty(tmp_path, "--cannot-load llama-bpe", f"--requests-log {log}")
+    nodes = [_node("golden", "llama-bpe"), _node("encode", "llama-bpe", "plain"),
+             _node("decode", "llama-bpe", "plain"), _node("piece", "llama-bpe", "plain")]
+    result, report = _run_suite(pytester, monkeypatch, port, "llama-bpe", nodes)
+    cells = _cells(report)
+    for check in ("golden", "encode", "decode", "piece"):
+        cell = cells[("llama-bpe", check, "plain")]
+        assert (cell["outcome"], cell["cases"], cell["port_error_cases"]) == ("unsupported", 0, 0), cell
+        assert "cannot load this vocab" in cell["unsupported_reason"], cell
+        assert "ValueError: cannot load ggml-vocab-llama-bpe.gguf" in cell["unsupported_reason"], cell
+    asked = log.read_text().split()
+    assert sorted(set(asked)) == ["decode", "encode", "info", "piece"] and len(asked) <= 16, asked
+
+
+@pytest.mark.reference
+def test_a_port_that_refuses_each_op_in_its_own_words_is_still_asked_each_request(pytester, monkeypatch, tmp_path):
+    log = tmp_path / "requests"
+    port = _faulty(tmp_path, "--refuse info,decode", f"--requests-log {log}")
+    nodes = [_node("encode", "llama-bpe", "plain"), _node("decode", "llama-bpe", "plain")]
+    result, report = _run_suite(pytester, monkeypatch, port, "llama-bpe", nodes)
+    cells = _cells(report)
+    assert cells[("llama-bpe", "encode", "plain")]["outcome"] == "pass"
+    decode = cells[("llama-bpe", "decode", "plain")]
+    assert decode["outcome"] == "unsupported" and "cannot load" not in decode["unsupported_reason"], decode
+    assert log.read_text().split().count("decode") >= decode["unsupported"] > 0
+
+
+@pytest.mark.reference
 def test_a_port_that_crashes_once_is_restarted_and_the_test_goes_on(pytester, monkeypatch, tmp_path):
     port = _faulty(tmp_path, "--crash-after 20", f"--crash-once {tmp_path / 'crashed'}")
     nodes = [_node("golden", "llama-bpe"), _node("encode", "llama-bpe", "plain")]

@@ -96,8 +96,13 @@ class VocabUnderTest:
 
         A port declares it with ``unsupported``: ``info``'s list for external ports,
         an attribute for Python adapters; entries are op names (``"decode"``) or
-        ``"<flag>=<true|false>"`` (``"parse_special=true"``).
+        ``"<flag>=<true|false>"`` (``"parse_special=true"``). An external port that answers
+        every op with one ``unsupported`` (it cannot load the vocab) declares it of every
+        request (:attr:`ExternalPort.refused <harness.protocol.client.ExternalPort.refused>`).
         """
+        refused = getattr(self.port, "refused", "")  # an external port that cannot load the vocab at all
+        if refused:
+            return refused
         declared = getattr(self.port, "unsupported", ()) or ()
         wanted = [op] + [f"{k}={'true' if v else 'false'}" for k, v in flags.items()]
         hit = [w for w in wanted if w in declared]

@@ -85,6 +85,8 @@ class ExternalPort:
         self.answered = 0  # answer lines read back: how much work the port did before it went down
         self.death_noted = False  # the engine's Session has noted how it went down
         self._info: dict | None = None
+        self._info_refusal = ""  # the ``unsupported: ...`` answer to info, if it got one
+        self._refused: str | None = None
 
     def _spawn(self, argv: list[str], stderr) -> subprocess.Popen:
         """Start the port process: pipes for stdin and stdout, ``stderr`` a file, in a session
@@ -130,7 +132,9 @@ class ExternalPort:
             message = str(response["error"]).encode("utf-8", "backslashreplace").decode("utf-8")
             req = json.dumps(request, ensure_ascii=True)[:300]
             if message.lower().startswith("unsupported"):
-                raise PortUnsupported(f"port {self.command!r} cannot express {req}: {message[:300]}")
+                err = PortUnsupported(f"port {self.command!r} cannot express {req}: {message[:300]}")
+                err.answer = message  # the port's own words, whatever the request (ExternalPort.refused)
+                raise err
             raise PortRequestError(f"port {self.command!r} answered error {message[:300]!r} to {req}",
                                    stderr=self.stderr())
         return response
@@ -182,9 +186,44 @@ class ExternalPort:
         if self._info is None:
             try:
                 self._info = self.request({"op": "info"})
+            except PortUnsupported as e:
+                self._info, self._info_refusal = {}, e.answer
             except PortRequestError:
                 self._info = {}
         return self._info
+
+    @property
+    def refused(self) -> str:
+        """Why the port serves nothing of this vocab, or ``""``.
+
+        A port that cannot load a vocab answers every request with one ``unsupported: <why>``
+        (:func:`harness.protocol.server.refuse`). When ``info``, an encode, a decode and a piece
+        request all get that same answer, the port has said it of every op: each case of the
+        vocab is unsupported with it, and none is sent (a Python package took 50 to 70 s per
+        piece cell to answer a 250,000-token vocab's ids one by one with its load error). A
+        port that answers any of the four, or answers them differently, is asked as usual.
+        """
+        if self._refused is None:
+            self._refused = self._same_refusal()
+        return self._refused
+
+    def _same_refusal(self) -> str:
+        self.info()
+        if not self._info_refusal:
+            return ""
+        for request in ({"op": "encode", "text": "", "add_special": False, "parse_special": False},
+                        {"op": "decode", "ids": [], "remove_special": False, "unparse_special": False},
+                        {"op": "piece", "id": 0, "special": False}):
+            try:
+                self.request(request)
+            except PortUnsupported as e:
+                if e.answer == self._info_refusal:
+                    continue
+            except PortRequestError:
+                pass
+            return ""
+        return (f"port {self.command!r} cannot load this vocab (it answers info, encode, decode and "
+                f"piece alike): {self._info_refusal[:300]}")
 
     def exchange(self, request: dict) -> dict:
         """Send one request, return the response object as it is (it may hold

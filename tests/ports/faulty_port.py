@@ -7,6 +7,7 @@ It answers the protocol of ``python -m harness serve`` with the harness tokenize
         [--declare parse_special=true,piece] [--refuse remove_special=true]
         [--crash-after N --crash-once FILE] [--error-on TEXT]
         [--flaky CRASH,HANG --flaky-log FILE [--flaky-seed N]]
+        [--cannot-load NAME] [--requests-log FILE]
 
 Bugs (each independent of the others):
 - ``digits``: each digit encoded on its own (only without add_special);
@@ -37,6 +38,9 @@ on another 0.01 % (``info`` lines excepted: a port that cannot start is another 
 seeded by ``--flaky-seed``, the vocab and how many times this vocab's port started before;
 each start, crash and hang is a JSON line in ``--flaky-log`` (the soak counts them,
 tests/test_soak.py).
+``--cannot-load NAME``: on a vocab whose file name holds NAME, the port cannot load it, as an
+adapter whose library refuses a vocab: every line gets one ``unsupported: ...`` answer
+(``harness.protocol.server.refuse``). ``--requests-log FILE`` appends each request's op, one per line.
 """
 
 from __future__ import annotations
@@ -202,6 +206,25 @@ class Flaky:
             time.sleep(3600)
 
 
+class _Logged:
+    """A binary stdin whose lines' request ops (a batch's ops) are appended to ``path`` first."""
+
+    def __init__(self, stream, path: str):
+        self.stream, self.path = stream, path
+
+    def readline(self, *limit) -> bytes:
+        line = self.stream.readline(*limit)
+        if self.path and line.strip():
+            req = json.loads(line)
+            ops = [r.get("op") for r in req["requests"]] if req.get("op") == "batch" else [req.get("op")]
+            with open(self.path, "a") as log:
+                log.write("".join(f"{op}\n" for op in ops))
+        return line
+
+    def __iter__(self):
+        return iter(self.readline, b"")
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--vocab", required=True)
@@ -214,10 +237,17 @@ def main() -> None:
     p.add_argument("--flaky", default="")
     p.add_argument("--flaky-log", default="")
     p.add_argument("--flaky-seed", type=int, default=0)
+    p.add_argument("--cannot-load", default="")
+    p.add_argument("--requests-log", default="")
     args = p.parse_args()
+    if args.cannot_load and args.cannot_load in Path(args.vocab).name:
+        from harness.protocol.server import refuse
+        stdin = _Logged(sys.stdin.buffer, args.requests_log)
+        refuse(f"unsupported: ValueError: cannot load {Path(args.vocab).name}", stdin, sys.stdout.buffer)
+        return
     port = Faulty(args)
     flaky = Flaky(args.flaky, args.flaky_log, args.flaky_seed, args.vocab) if args.flaky else None
-    for line in sys.stdin.buffer:
+    for line in _Logged(sys.stdin.buffer, args.requests_log):
         port.maybe_crash()
         req = json.loads(line)
         if flaky:
