@@ -91,18 +91,29 @@ def compare(requests: list[dict], served: list[dict], direct: list[dict]) -> tup
     return equal, differ
 
 
+def aligned(out: list[dict], n: int) -> list[dict]:
+    """``out`` cut or padded to ``n`` answers: a program that stopped early answers every
+    request after it with its last (error) answer, so later answers stay beside their requests.
+
+    >>> aligned([{"ids": [1]}, {"error": "died"}], 3)
+    [{'ids': [1]}, {'error': 'died'}, {'error': 'died'}]
+    """
+    out = out or [{"error": "adapter check: no answer"}]
+    return (out + out[-1:] * n)[:n]
+
+
 def check_vocab(port: Port, vocab: str, gguf: Path) -> dict:
-    """One vocab: ``{"vocab", "requests", "equal", "differ"}``."""
+    """One vocab: ``{"vocab", "requests", "equal", "differ"}``. Three program starts: ``serve``
+    for info and the encodes, ``serve`` for the decodes and pieces built from its ids, and
+    ``direct`` for all of them (info is ``serve``'s, only to size the pieces asked)."""
     serve, direct = split_serve(port, port.serve, gguf), split_serve(port, port.direct, gguf)
     first = encode_requests()
-    served = answers(serve, first, port.directory)
-    n_vocab = next((a.get("n_vocab") for a in answers(serve, [{"op": "info"}], port.directory)
-                    if isinstance(a.get("n_vocab"), int)), 0)
+    info, *served = aligned(answers(serve, [{"op": "info"}] + first, port.directory), 1 + len(first))
+    n_vocab = info.get("n_vocab") if isinstance(info.get("n_vocab"), int) else 0
     second = decode_requests([a["ids"] for a in served if isinstance(a.get("ids"), list)], n_vocab)
     requests = first + second
-    served += answers(serve, second, port.directory)
-    direct = answers(direct, first, port.directory) + answers(direct, second, port.directory)
-    equal, differ = compare(requests, served, direct)
+    served += aligned(answers(serve, second, port.directory), len(second))
+    equal, differ = compare(requests, served, aligned(answers(direct, requests, port.directory), len(requests)))
     return {"vocab": vocab, "requests": len(requests), "equal": equal, "differ": differ}
 
 
