@@ -93,6 +93,7 @@ UNCATALOGUED = {
     "ascii-punct": ("bert-bge", (("known", "plain"), ("encode", "plain")), 1),
     "cyrillic-unk": ("llama-spm", (("known", "plain"), ("encode", "plain")), 2),
     "file-types": ("qwen2", (("encode", "parse"), ("decode", "plain"), ("piece", "plain")), 1),
+    "ids-16bit": ("qwen2", (("encode", "plain"), ("decode", "plain"), ("piece", "plain")), 1),
 }
 
 
@@ -109,7 +110,9 @@ def test_a_bug_no_catalogue_entry_models_is_never_named_and_stays_few_causes(pyt
     [UNK], a mark that becomes a ``##`` subword). ``cyrillic-unk`` still comes out as up to two
     (its letters, and U+0482, a symbol of the same block); the bound keeps it from getting worse.
     ``file-types`` (a token llama.cpp makes CONTROL by its text left NORMAL) is one cause over
-    encode, decode and pieces: the token's piece, wherever it sits in the divergent span."""
+    encode, decode and pieces: the token's piece, wherever it sits in the divergent span.
+    ``ids-16bit`` (ids past 65,535 wrapped) is one cause over encode, decode and pieces: the
+    port's piece of each such token is llama.cpp's piece of another, whatever its kind or bytes."""
     vocab, nodes, most = UNCATALOGUED[bug]
     script = Path(__file__).parent / "ports" / "uncatalogued.py"
     port = f"{shlex.quote(sys.executable)} {shlex.quote(str(script))} --vocab {{vocab}} --bugs {bug}"

@@ -225,9 +225,16 @@ def _unspaced(data: bytes) -> bytes:
 CONTENT_KINDS = ("same text, other tokens", "other text", "whitespace", "newline")
 
 
+#: The edit of a port whose piece of a token is llama.cpp's piece of another token: an id map
+#: the port has wrong (ids narrowed to 16 bits, shifted by one, renumbered), whatever the bytes.
+ANOTHER_TOKEN = "another token's piece"
+#: Edits :data:`ANOTHER_TOKEN` overrules where it holds: those that say only that bytes differ.
+BYTES_EDITS = ("bytes added", "bytes dropped", "other bytes")
+
 #: Piece edits that are one defect whatever the token's kind (a lossy UTF-8 round trip, a
-#: stripped space): their signature names no kind, so byte and normal tokens are one cause.
-KIND_FREE_EDITS = ("invalid UTF-8 replaced", "leading space dropped", "leading space added", "byte as its text")
+#: stripped space, an id map): their signature names no kind, so byte and normal tokens are one cause.
+KIND_FREE_EDITS = ("invalid UTF-8 replaced", "leading space dropped", "leading space added", "byte as its text",
+                   ANOTHER_TOKEN)
 #: Of those, the edits of how a piece is rendered, not of what the token's text is.
 RENDERING_EDITS = ("invalid UTF-8 replaced", "leading space dropped", "leading space added")
 

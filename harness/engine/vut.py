@@ -196,12 +196,14 @@ class VocabUnderTest:
         encode, golden, known, crosscheck: a special, unknown or byte token in the divergent
         span (from the first divergent index to the common tail, :func:`signature.divergent_span`)
         whose text the port has wrong (its own piece differs) is attributed to that piece, as
-        decode is; else the reference token there: ``added special`` (what add_special put around the text), ``special``,
+        decode is, and so is a first divergent token of any kind whose piece the port gives as
+        llama.cpp's piece of another token (:meth:`piece_edit`: an id map); else the reference
+        token there: ``added special`` (what add_special put around the text), ``special``,
         ``byte token``, ``unknown token``, ``whitespace`` or ``newline``, else whether the
         port's tokens spell the same text (``same text, other tokens``) or not (``other
         text``); where the port adds tokens, the position.
-        piece: the edit from llama.cpp's piece to the port's (:func:`signature.piece_edit`)
-        and the token's kind.
+        piece: the edit from llama.cpp's piece to the port's (:meth:`piece_edit`) and the
+        token's kind.
         decode: attributed to the token whose piece holds the first divergent byte: where the
         port's own piece of that token, or of a special, unknown or byte token among the ids,
         differs from llama.cpp's, the decode divergence is that piece's (the piece signature,
@@ -213,12 +215,14 @@ class VocabUnderTest:
         if f.check in ("piece", "decode"):
             ref, port = bytes(d.reference_ids), bytes(d.port_ids)
         if f.check == "piece":
-            return sig.piece_signature(sig.piece_edit(ref, port), self.token_kind(f.decoded_ids[0]))
+            return sig.piece_signature(self.piece_edit(ref, port, bool(f.unparse_special)),
+                                       self.token_kind(f.decoded_ids[0]))
         if f.check == "decode":
             edit = sig.byte_edit(ref, port, d.index)
             special = bool(f.unparse_special)
             if d.index >= len(ref):  # the port adds bytes past llama.cpp's end: a token it renders
-                return self._vocab_defect(f.decoded_ids, (special,)) or (family, edit, sig.output_edit(ref, port))
+                return (self._vocab_defect(f.decoded_ids, (special,))
+                        or self._another_token(f.decoded_ids[-4:], special) or (family, edit, sig.output_edit(ref, port)))
             at = self._token_at(f.decoded_ids, d.index, special)
             # a token before the first divergent byte whose piece llama.cpp leaves empty (a
             # control token without special) and the port renders is where the bytes part
@@ -230,19 +234,23 @@ class VocabUnderTest:
             own = self._own_piece(at, special)
             mine = self.reference.token_to_piece(at, special=special) if kind != "out-of-range" else None
             if own is not None and mine is not None and own != mine:
-                return sig.piece_signature(sig.piece_edit(mine, own), kind)
+                return sig.piece_signature(self.piece_edit(mine, own, special), kind)
             # llama.cpp's piece of a control token may be empty: the first divergent byte is
             # then the next token's, and the token the port has wrong is elsewhere in the ids
             wrong = self._vocab_defect(f.decoded_ids, (special,))
             if wrong is not None:
                 return wrong
-            return (family, edit, sig.output_edit(ref, port))
+            # a token just before: the port's piece of it, another token's, may share its head
+            # with llama.cpp's and part only where llama.cpp's next piece begins
+            k = f.decoded_ids.index(at) if at in f.decoded_ids else len(f.decoded_ids) - 1
+            return self._another_token(f.decoded_ids[max(0, k - 3):k + 1], special) or (
+                family, edit, sig.output_edit(ref, port))
         ref, i = d.reference_ids, d.index
         edit = sig.token_edit(ref, d.port_ids, i)
         if edit == "adds":
             return (family, edit, "start" if i == 0 else "end" if i >= len(ref) else "inside")
         span = sig.divergent_span(ref, d.port_ids, i)
-        wrong = self._vocab_defect(span, (True, False))
+        wrong = self._vocab_defect(span, (True, False)) or self._another_token(span[:1], True)
         if wrong is not None:
             return wrong
         what = self._emitted(f, i)
@@ -268,11 +276,44 @@ class VocabUnderTest:
                 own, mine = self._own_piece(id, special), self.reference.token_to_piece(id, special=special)
                 if empty_only and mine:
                     continue
-                edit = sig.piece_edit(mine, own) if own is not None and own != mine else None
+                edit = self.piece_edit(mine, own, special) if own is not None and own != mine else None
                 # a lossy or space-stripping rendering of a piece is no defect of the token's
                 # text: it explains a divergence only where the bytes part (above), not here
                 if edit is not None and edit not in sig.RENDERING_EDITS:
                     return sig.piece_signature(edit, kind)
+        return None
+
+    def piece_edit(self, mine: bytes, own: bytes, special: bool) -> str:
+        """:func:`signature.piece_edit` from llama.cpp's piece ``mine`` to the port's ``own``, or
+        :data:`signature.ANOTHER_TOKEN` where ``own`` is llama.cpp's piece of another token
+        (same ``special``): a port with its ids mapped wrong (narrowed to 16 bits, one off) gives
+        each token's piece as some other token's, and whether those bytes look added, dropped
+        or other depends on which token it lands on, which split one defect in three."""
+        edit = sig.piece_edit(mine, own)
+        if edit in sig.BYTES_EDITS and own and own in self._reference_pieces(special):
+            return sig.ANOTHER_TOKEN
+        return edit
+
+    def _reference_pieces(self, special: bool) -> frozenset:
+        """Every non-empty piece llama.cpp gives a token of this vocab (memoised)."""
+        memo = self.__dict__.setdefault("_all_pieces", {})
+        if special not in memo:
+            n = self.reference.n_vocab
+            memo[special] = frozenset(p for p in (self.reference.token_to_piece(i, special=special)
+                                                  for i in range(n)) if p)
+        return memo[special]
+
+    def _another_token(self, ids, special: bool) -> tuple | None:
+        """The piece signature :data:`signature.ANOTHER_TOKEN` where the port's piece of one
+        of ``ids`` (normal tokens too) is llama.cpp's piece of another token: an encode
+        divergence at a token the port numbers otherwise is that id map's, one cause with its
+        decode and piece findings."""
+        for id in ids:
+            if not 0 <= id < self.reference.n_vocab:
+                continue
+            own, mine = self._own_piece(id, special), self.reference.token_to_piece(id, special=special)
+            if own is not None and own != mine and self.piece_edit(mine, own, special) == sig.ANOTHER_TOKEN:
+                return sig.piece_signature(sig.ANOTHER_TOKEN, self.token_kind(id))
         return None
 
     def _own_piece(self, id: int, special: bool) -> bytes | None:

@@ -5,7 +5,7 @@ catalogue names what it was built to name. The bugs here are the kind real ports
 the catalogue does not know; the engine must report each as exactly one cause, not many,
 and never name it by a variant that happens to fit a short case:
 
-    python tests/ports/uncatalogued.py --vocab V --bugs ascii-punct|cyrillic-unk|reserved-shift
+    python tests/ports/uncatalogued.py --vocab V --bugs ascii-punct|cyrillic-unk|reserved-shift|ids-16bit
 
 - ``ascii-punct`` (a WPM vocab): the BERT pre-tokenizer splits off only ASCII punctuation;
   a non-ASCII punctuation mark (U+FF08, U+2019, U+00BF ...) stays inside its word;
@@ -13,6 +13,9 @@ and never name it by a variant that happens to fit a short case:
   token, the text around it tokenized apart (a normaliser that maps a script to ``<unk>``);
 - ``reserved-shift``: the control tokens whose text holds ``reserved`` are numbered one off
   (each id's text is the next reserved token's), in encode, decode and pieces alike;
+- ``ids-16bit``: the port keeps token ids in 16 bits (a ``Uint16Array``, a ``uint16_t``: it
+  assumed vocabs under 65,536 tokens), so an id past 65,535 wraps: encode answers it wrapped,
+  decode and pieces read the wrapped id, on every token kind alike;
 - ``file-types``: every token typed as the GGUF's ``token_type`` says, without the types
   llama.cpp's load gives by text (an end-of-generation text such as ``</s>`` made CONTROL,
   FIM texts found by name): on qwen2 ``</s>`` (128247) stays NORMAL, so it is not cut out with
@@ -37,7 +40,7 @@ from harness.tokenizer.algorithms import wpm
 from harness.tokenizer.gguf import GGUFReader, Keys
 from harness.tokenizer.vocab import BYTE, CONTROL, NORMAL, UNDEFINED, UNKNOWN, UNUSED, USER_DEFINED
 
-BUGS = {"ascii-punct", "cyrillic-unk", "reserved-shift", "file-types", "added-twice"}
+BUGS = {"ascii-punct", "cyrillic-unk", "reserved-shift", "file-types", "added-twice", "ids-16bit"}
 _CYRILLIC = re.compile("([\u0400-\u04ff])")
 
 
@@ -81,6 +84,7 @@ class Port:
         # id -> the id whose text the port gives it (each reserved id one further along)
         self.shift = dict(zip(reserved, reserved[1:] + reserved[:1])) if "reserved-shift" in bugs else {}
         self.unshift = {b: a for a, b in self.shift.items()}
+        self.width = 0xFFFF if "ids-16bit" in bugs else -1  # -1: every bit of an id kept
 
     def encode(self, text: str, add: bool, parse: bool) -> list[int]:
         if "cyrillic-unk" in self.bugs:
@@ -96,13 +100,14 @@ class Port:
             return [v.bos] * bool(v.add_bos and v.bos is not None) + body + [v.eos] * bool(v.add_eos and v.eos is not None)
         ids = self.tok.encode(text, add_special=add, parse_special=parse)
         # the port parses a reserved text as the token it numbers that text with
-        return [self.unshift.get(i, i) for i in ids]
+        return [self.unshift.get(i, i) & self.width for i in ids]
 
     def decode(self, ids, remove: bool, unparse: bool) -> bytes:
-        return self.tok.decode([self.shift.get(i, i) for i in ids], remove_special=remove, unparse_special=unparse)
+        return self.tok.decode([self.shift.get(i, i) & self.width for i in ids], remove_special=remove,
+                               unparse_special=unparse)
 
     def piece(self, id: int, special: bool) -> bytes:
-        return self.tok.token_to_piece(self.shift.get(id, id), special=special)
+        return self.tok.token_to_piece(self.shift.get(id, id) & self.width, special=special)
 
     def answer(self, req: dict) -> dict:
         op = req.get("op")
