@@ -159,6 +159,16 @@ WITNESSES = {
                          if b"1234" in tok.vocab.token_to_id else None),
     "digits_encoded_apart": ("llama-spm", [("encode", "a1b", (False, False))], None,
                              lambda tok, t, a, p: enc(tok, "a") + enc(tok, "1") + enc(tok, "b")),
+    # candle, ollama, shimmytok and transformers' conversion: qwen2's '</s>' (NORMAL in the GGUF) is
+    # not made CONTROL, while '<|endoftext|>' (CONTROL in the file) is still parsed
+    "token_types_not_overridden": ("qwen2", [("encode", "a</s>", (False, True)), ("encode", "a<|endoftext|>", (False, True))],
+                                   None, lambda tok, t, a, p: tok.encode(t, add_special=a, parse_special=False)),
+    # ollama's special list takes CONTROL and USER_DEFINED only: llama-spm's '<unk>' stays text
+    "unknown_type_not_matched": ("llama-spm", [("encode", "a<unk>", (False, True)), ("encode", "a<s>", (False, True))],
+                                 None, lambda tok, t, a, p: tok.encode(t, add_special=a, parse_special=False)),
+    # transformers' conversion: phi-3's [PAD32011] (UNKNOWN) is a plain vocab entry
+    "unknown_type_as_normal": ("phi-3", [("piece", (32011,), (False, False)), ("encode", "a[PAD32050]", (False, True))],
+                               None, lambda tok, ids, s, _: tok.vocab.tokens[ids[0]]),
     "ignore_merges_missing": ("llama-bpe", [("encode", " Việt", (False, False))], None, None),
     "ignore_merges_forced": ("tiny-bpe", [("encode", "abc", (False, False))], None, lambda tok, t, a, p: [5]),
     # de.kherud:llama 4.2.0 (llama.cpp b4916) on bert-bge: U+0739 (a Syriac mark) kept, so [UNK]

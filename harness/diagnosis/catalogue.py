@@ -28,7 +28,8 @@ CATALOGUE: tuple[Variant, ...] = (
     S.CHAT_TOKEN_AS_BOS, T.CHUNKED,
     # the special-token partition
     S.LSTRIP_IGNORED, S.RSTRIP_IGNORED, S.USER_DEFINED_AS_CONTROL, S.USER_DEFINED_NOT_MATCHED,
-    S.SPECIALS_NEVER_PARSED, S.SPECIALS_ALWAYS_PARSED,
+    S.SPECIALS_NEVER_PARSED, S.SPECIALS_ALWAYS_PARSED, S.TYPES_NOT_OVERRIDDEN,
+    S.UNKNOWN_AS_NORMAL, S.UNKNOWN_NOT_MATCHED,
     # the platform's Unicode view, smallest class first
     *WHITESPACE_VARIANTS, *DIGIT_VARIANTS, *VERSION_VARIANTS,
     # one code point read as another (narrow transforms before the normal forms that include them)

@@ -19,16 +19,18 @@ from dataclasses import dataclass, replace
 from typing import Callable
 
 from harness.tokenizer import Tokenizer
-from harness.tokenizer.vocab import CONTROL, LSTRIP, RSTRIP, UNKNOWN, USER_DEFINED
+from harness.tokenizer.vocab import CONTROL, LSTRIP, NORMAL, RSTRIP, UNKNOWN, USER_DEFINED
 
 from .base import Variant, encode_exact, specials_around, titled
 
 __all__ = ["SpecialsVariant", "VocabVariant", "PartitionVariant", "TokenParamVariant", "SPECIALS_NEVER_PARSED",
            "SPECIALS_ALWAYS_PARSED", "LSTRIP_IGNORED", "RSTRIP_IGNORED", "USER_DEFINED_NOT_MATCHED",
            "USER_DEFINED_AS_CONTROL", "ADD_BOS_IGNORED", "ADD_BOS_FORCED", "ADD_SPECIAL_ALWAYS", "ADD_EOS_IGNORED", "ADD_EOS_FORCED",
-           "NO_SPECIALS_ON_EMPTY", "CHAT_TOKEN_AS_BOS", "EXTRA_TOKEN", "SPACE_PREFIX_FLIPPED"]
+           "NO_SPECIALS_ON_EMPTY", "CHAT_TOKEN_AS_BOS", "EXTRA_TOKEN", "SPACE_PREFIX_FLIPPED", "TYPES_NOT_OVERRIDDEN",
+           "UNKNOWN_NOT_MATCHED", "UNKNOWN_AS_NORMAL"]
 
 PARTITION = "src/llama-vocab.cpp, llama_vocab::impl::tokenizer_st_partition"
+LOAD = "src/llama-vocab.cpp, llama_vocab::impl::load"
 TOKENIZE = "src/llama-vocab.cpp, llama_vocab::impl::tokenize"
 _TYPES_WITH_BOS = ("spm", "bpe", "ugm", "wpm")
 
@@ -265,6 +267,28 @@ RSTRIP_IGNORED = VocabVariant(
     checks=("encode",), shipped_by="known-port-bugs 13 (lstrip/rstrip: 'a </s> b')",
     changes=_strip_cleared(RSTRIP), needs=lambda tok: _has_attr(tok, RSTRIP), same_session=True,
     headline="spaces after an RSTRIP special kept")
+def _file_types(v) -> dict:
+    """The vocab with each token's type as the GGUF gives it (llama.cpp's text rules undone):
+    those tokens leave or join the special-token list, which stays longest first."""
+    attrs = list(v.attrs)
+    for i, a in v.type_overrides.items():
+        attrs[i] = a | (attrs[i] & (LSTRIP | RSTRIP))
+    special = CONTROL | USER_DEFINED | UNKNOWN
+    cache = [i for i in v.special_cache if attrs[i] & special]
+    cache += [i for i in v.type_overrides if attrs[i] & special and i not in v.special_cache]
+    cache.sort(key=lambda i: -len(v.tokens[i]))  # stable: llama.cpp's order among the rest kept
+    return {"attrs": tuple(attrs), "special_cache": tuple(cache)}
+
+
+TYPES_NOT_OVERRIDDEN = VocabVariant(
+    name="token_types_not_overridden",
+    models="token types read from the GGUF alone: the load's text rules (EOG/EOT/FIM texts made CONTROL) missing",
+    rule=f"a token whose text is an end-of-generation, end-of-turn or FIM text becomes CONTROL at load, "
+         f"whatever its GGUF type: parse_special cuts it out and its piece is empty without special ({LOAD})",
+    checks=("encode", "decode", "piece"),
+    shipped_by="candle, ollama, shimmytok, transformers and its GGUF conversion (qwen2's '</s>', deepseek-coder's FIM tokens)",
+    changes=_file_types, needs=lambda tok: bool(tok.vocab.type_overrides),
+    headline="token types taken from the GGUF alone (load's CONTROL for EOG/FIM texts missing)")
 SPACE_PREFIX_FLIPPED = VocabVariant(
     name="add_space_prefix_flipped", models="add_space_prefix read the other way round (encode and decode)",
     rule=f"SPM/UGM prepend one space to the first fragment and after each special iff add_space_prefix "
@@ -294,6 +318,29 @@ USER_DEFINED_NOT_MATCHED = PartitionVariant(
     checks=("encode",), shipped_by="known-port-bugs 15 (USER_DEFINED in raw text: gemma2 '[toxicity=0]')",
     changes=dict, specials=lambda s: [x for x in s if not x[2] & USER_DEFINED],
     needs=lambda tok: _has_attr(tok, USER_DEFINED), headline="user-defined token texts never matched")
+UNKNOWN_NOT_MATCHED = PartitionVariant(
+    name="unknown_type_not_matched", models="UNKNOWN-typed tokens' texts never cut out of the text (only CONTROL "
+    "and USER_DEFINED are specials)",
+    rule=f"with parse_special, CONTROL and UNKNOWN texts become their ids, '<unk>' too ({PARTITION})",
+    checks=("encode",), shipped_by="ollama on llama-spm ('<unk>')",
+    changes=dict, specials=lambda s: [x for x in s if not x[2] & UNKNOWN],
+    needs=lambda tok: _has_attr(tok, UNKNOWN), headline="UNKNOWN-typed token texts never matched")
+
+
+def _unknown_normal(v) -> dict:
+    """UNKNOWN-typed tokens other than the unk id made NORMAL (out of the special-token list)."""
+    attrs = tuple(NORMAL if a & UNKNOWN and i != v.unk else a for i, a in enumerate(v.attrs))
+    return {"attrs": attrs, "special_cache": tuple(i for i in v.special_cache if attrs[i] != NORMAL)}
+
+
+UNKNOWN_AS_NORMAL = VocabVariant(
+    name="unknown_type_as_normal", models="UNKNOWN-typed tokens besides the unk token read as normal tokens",
+    rule=f"an UNKNOWN-typed token is special: parse_special cuts its text out ({PARTITION}) and its piece "
+         f"is empty without special (src/llama-vocab.cpp, llama_vocab::impl::token_to_piece)",
+    checks=("encode", "decode", "piece"), shipped_by="transformers' GGUF conversion on phi-3 ([PAD32000]...)",
+    changes=_unknown_normal, needs=lambda tok: any(a & UNKNOWN and i != tok.vocab.unk
+                                                   for i, a in enumerate(tok.vocab.attrs)),
+    headline="UNKNOWN-typed tokens read as normal tokens")
 USER_DEFINED_AS_CONTROL = PartitionVariant(
     name="user_defined_as_control", models="USER_DEFINED tokens matched only with parse_special, like CONTROL",
     rule=f"USER_DEFINED texts are cut out of raw text even without parse_special ({PARTITION})",

@@ -126,6 +126,8 @@ class Vocab:
     architecture: str | None
     n_token_types: int = 0
     suppress_tokens: tuple[int, ...] = ()
+    # {id: its attr by the GGUF's token_type} for each token whose type load changes by its text
+    type_overrides: Mapping[int, int] = field(default_factory=dict)
     metadata: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
@@ -184,6 +186,7 @@ class _Loader:
         if self.vocab_type == "none":
             return self.no_vocab()
         self.read_tokens()
+        self.file_attrs = list(self.attrs)  # before load's text rules: Vocab.type_overrides
         self.read_special_ids()
         self.read_flags()
         self.auto_detect_specials()
@@ -258,6 +261,7 @@ class _Loader:
         self.tokens = self.keys = [b""] * n
         self.token_to_id, self.merge_ranks, self.charsmap = {}, {}, b""
         self.scores, self.attrs = np.zeros(n, np.float32), [0] * n
+        self.file_attrs = self.attrs
         self.max_token_len, self.eog, self.suppress = 0, frozenset(), ()
         self.flags["strip_accents"] = self.flags["lowercase"]
         self.general_name, self.architecture = None, arch
@@ -469,6 +473,8 @@ class _Loader:
             precompiled_charsmap=self.charsmap, general_name=self.general_name,
             architecture=self.architecture, n_token_types=self.n_token_types,
             suppress_tokens=self.suppress,
+            type_overrides={i: self.file_attrs[i] for i in np.flatnonzero(
+                (np.asarray(self.file_attrs) ^ np.asarray(self.attrs)) & ~(UNUSED | LSTRIP | RSTRIP)).tolist()},
             metadata={k: self.r.get(k) for k in self.r if not k.startswith("tokenizer.ggml.")},
         )
 
