@@ -92,7 +92,6 @@ UNCATALOGUED = {
     "reserved-shift": ("llama-bpe", (("encode", "parse"), ("decode", "parse"), ("piece", "parse")), 1),
     "ascii-punct": ("bert-bge", (("known", "plain"), ("encode", "plain")), 1),
     "cyrillic-unk": ("llama-spm", (("known", "plain"), ("encode", "plain")), 2),
-    "file-types": ("qwen2", (("encode", "parse"), ("decode", "plain"), ("piece", "plain")), 1),
     "ids-16bit": ("qwen2", (("encode", "plain"), ("decode", "plain"), ("piece", "plain")), 1),
 }
 
@@ -109,8 +108,6 @@ def test_a_bug_no_catalogue_entry_models_is_never_named_and_stays_few_causes(pyt
     themselves (its texts part from llama.cpp through several signatures: a word that becomes
     [UNK], a mark that becomes a ``##`` subword). ``cyrillic-unk`` still comes out as up to two
     (its letters, and U+0482, a symbol of the same block); the bound keeps it from getting worse.
-    ``file-types`` (a token llama.cpp makes CONTROL by its text left NORMAL) is one cause over
-    encode, decode and pieces: the token's piece, wherever it sits in the divergent span.
     ``ids-16bit`` (ids past 65,535 wrapped) is one cause over encode, decode and pieces: the
     port's piece of each such token is llama.cpp's piece of another, whatever its kind or bytes."""
     vocab, nodes, most = UNCATALOGUED[bug]
@@ -125,6 +122,24 @@ def test_a_bug_no_catalogue_entry_models_is_never_named_and_stays_few_causes(pyt
     assert all(d is None for d, _, _ in causes), causes  # no wrong diagnosis
     assert 1 <= len(causes) <= most, causes
     assert sum(n for _, _, n in causes) + report["totals"]["unattributed_cases"] == report["totals"]["divergent_cases"]
+
+
+@pytest.mark.reference
+def test_token_types_from_the_file_alone_are_one_named_cause_over_every_check(pytester, monkeypatch):
+    """``file-types`` (written as a bug the catalogue lacked; five labelled real ports ship it):
+    qwen2's '</s>', NORMAL in the GGUF, not made CONTROL by its text. One cause over encode,
+    decode and pieces, named ``token_types_not_overridden``: the piece cell shows it on that one
+    token only, where no fresh input can test the variant, and the encode and decode cells'
+    predictions confirm it for the vocab."""
+    script = Path(__file__).parent / "ports" / "uncatalogued.py"
+    port = f"{shlex.quote(sys.executable)} {shlex.quote(str(script))} --vocab {{vocab}} --bugs file-types"
+    ids = [f"{SUITE / f'test_{t}.py'}::test_{t}[qwen2-{flags}]"
+           for t, flags in (("encode", "parse"), ("decode", "plain"), ("pieces", "plain"))]
+    result, report = run_suite(pytester, monkeypatch, port, "qwen2", ids)
+    assert result.ret == 1, result.stdout.str()[-3000:]
+    causes = [(c["diagnosis"], c["cases"], sorted({x["check"] for x in c["cells"]})) for c in report["causes"]]
+    assert [(d, checks) for d, _, checks in causes] == [("token_types_not_overridden", ["decode", "encode", "piece"])], causes
+    assert causes[0][1] == report["totals"]["divergent_cases"]
 
 
 @pytest.mark.reference

@@ -166,6 +166,7 @@ class Cause:
     triggers: tuple = ()  # an unexplained encode cause's code points that diverge alone (CauseFinder._triggers)
     probed: tuple = ()  # a code-point cause's set probed: (code points that show it, those that do not)
     widened: tuple = ()  # keys of its variant bound to other values that explain some of its cases
+    unjudged: tuple = ()  # explanations no fresh input of its check could test (another cell may confirm them)
 
     def absorb(self, other: "Cause") -> None:
         """Take over the cases of ``other`` (folded into this cause)."""
@@ -189,7 +190,7 @@ class Cause:
         """The finding carrying this cause's explanations and its case count."""
         return replace(self.finding, cases=self.cases, explanations=self.explanations, replayed=self.replayed,
                        predictions=self.predictions, loci=tuple(self.loci.most_common(LOCI)),
-                       triggers=self.triggers, probed=self.probed, widened=self.widened)
+                       triggers=self.triggers, probed=self.probed, widened=self.widened, unjudged=self.unjudged)
 
 
 class CauseFinder:
@@ -266,7 +267,7 @@ class CauseFinder:
             with self._timed("diagnose"):
                 found = self.diagnoser.diagnose([cause.finding]) or self._after(cause)
         found = self._discriminated(found[:PREDICTED_EXPLANATIONS], cause.finding)
-        kept, made, passed = [], 0, 0
+        kept, unjudged, made, passed = [], [], 0, 0
         for explanation in found:
             key = explanation[0]
             confirm = [f for f in others if self.diagnoser.explains((key,), f)][:CONFIRM]
@@ -277,7 +278,9 @@ class CauseFinder:
             if predicts and (n or not self.ask):
                 kept.append(explanation)
                 made, passed = made + n, passed + ok  # the accepted explanations' predictions
-        cause.explanations = tuple(kept)
+            elif predicts:
+                unjudged.append(explanation)
+        cause.explanations, cause.unjudged = tuple(kept), (() if kept else tuple(unjudged))
         cause.predictions = (made, passed) if self.ask else ()
 
     def _after(self, cause: Cause) -> tuple:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import unicodedata
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from harness.reports.finding import BYTE_CHECKS, Finding
 from harness.tokenizer import unicode as U
@@ -406,8 +406,31 @@ def _param_of(key: str) -> str | None:
     return key.split(":", 1)[1] if ":" in key else None
 
 
+def confirm_elsewhere(findings: list[Finding]) -> None:
+    """Give an unexplained finding the explanation it could not be tested on in its own cell
+    (:attr:`Finding.unjudged`) where another finding of the same vocab was named by that very
+    explanation after its predictions: qwen2's '</s>' left NORMAL shows in a piece cell only on
+    that one token, and in the encode and decode cells on fresh inputs. In place.
+
+    >>> from harness.reports.finding import Divergence
+    >>> e = ("token_types_not_overridden", "t", "r")
+    >>> named = Finding("decode", "v", None, False, False, "", Divergence(0, 0, True, b"", b"x"), explanations=(e,))
+    >>> alone = Finding("piece", "v", None, False, False, "", Divergence(0, 0, True, b"", b"x"), unjudged=(e,))
+    >>> fs = [named, alone]; confirm_elsewhere(fs); fs[1].diagnosis
+    ('token_types_not_overridden',)
+    """
+    confirmed = {(f.vocab, e[0]) for f in findings for e in f.explanations}
+    for k, f in enumerate(findings):
+        if not f.explanations and f.unjudged:
+            have = tuple(e for e in f.unjudged if (f.vocab, e[0]) in confirmed)
+            if have:
+                findings[k] = replace(f, explanations=have, unjudged=())
+
+
 def group_causes(findings: list[Finding]) -> list[Cause]:
-    """The run's causes, most divergent cases first (ids in that order)."""
+    """The run's causes, most divergent cases first (ids in that order). Findings confirmed
+    by another cell take its explanation first (:func:`confirm_elsewhere`)."""
+    confirm_elsewhere(findings)
     keyed: list[tuple[tuple, list[int]]] = [(("diagnosis", name), idx) for name, idx in _cover(findings)]
     unexplained: dict[tuple, list[int]] = {}
     for k, f in enumerate(findings):

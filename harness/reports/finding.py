@@ -29,6 +29,7 @@ Its JSON (:meth:`Finding.to_json`) is one entry of ``conformance.json``'s
      "triggers": [str],                                  # unexplained encode: code points that diverge alone
      "probed": [[str], [str]],                           # a code-point cause's class probed: shows it, does not
      "widened": [str],                                   # its variant bound to other values, each for some cases
+     "unjudged": [{"key", "title", "rule"}],             # explanations no input of its check could test
      "cause": str,                                       # its cause's id (conformance.json's causes)
      "repro": str}           # one-line command printing the same diff
 
@@ -90,6 +91,9 @@ class Finding:
     probed: tuple = ()
     # Its variant bound to other values (other code points of one table), each explaining some cases.
     widened: tuple = ()
+    # Explanations that reproduce it but that no fresh input of its check could test (the variant
+    # parts from llama.cpp on this one token alone): named only where another finding confirms them.
+    unjudged: tuple = ()
 
     @property
     def diagnosis(self) -> tuple[str, ...]:
@@ -137,6 +141,7 @@ class Finding:
                "explanations": [{"key": k, "title": t, "rule": r} for k, t, r in self.explanations],
                "predictions": list(self.predictions), "loci": [list(x) for x in self.loci],
                "triggers": list(self.triggers), "probed": [list(x) for x in self.probed], "widened": list(self.widened),
+               "unjudged": [{"key": k, "title": t, "rule": r} for k, t, r in self.unjudged],
                "pieces": {str(k): v.hex() for k, v in self.pieces.items()},
                "port_pieces": {str(k): v.hex() for k, v in self.port_pieces.items()},
                "repro": self.repro}
@@ -176,6 +181,7 @@ class Finding:
                    loci=tuple(tuple(x) for x in obj.get("loci", ())),
                    triggers=tuple(obj.get("triggers", ())),
                    probed=tuple(tuple(x) for x in obj.get("probed", ())),
-                   widened=tuple(obj.get("widened", ())))
+                   widened=tuple(obj.get("widened", ())),
+                   unjudged=tuple((e["key"], e["title"], e["rule"]) for e in obj.get("unjudged", ())))
 
 

@@ -19,7 +19,8 @@ and never name it by a variant that happens to fit a short case:
 - ``file-types``: every token typed as the GGUF's ``token_type`` says, without the types
   llama.cpp's load gives by text (an end-of-generation text such as ``</s>`` made CONTROL,
   FIM texts found by name): on qwen2 ``</s>`` (128247) stays NORMAL, so it is not cut out with
-  parse_special and its piece is its text without special (several real ports ship this);
+  parse_special and its piece is its text without special (several real ports ship this; the
+  catalogue has modelled it since, as ``token_types_not_overridden``);
 - ``added-twice``: ``info`` counts the added (CONTROL and USER_DEFINED) tokens a second time
   on top of the GGUF's token list, as a port that adds them to a list that already holds them
   (transformers answered 32,259 for deepseek-coder's 32,256); every id it serves is right.
