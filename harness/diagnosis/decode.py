@@ -211,7 +211,7 @@ SPECIALS_AS_TEXT = PieceVariant(
                                     "(their CONTROL type lost, e.g. in a tokenizer.json conversion)",
     rule=f"remove_special drops a leading BOS / trailing EOS, and CONTROL pieces are empty without "
          f"unparse_special ({DETOKENIZE}; {TO_PIECE})",
-    checks=("decode",), shipped_by="@huggingface/transformers 4.3.2 on deepseek-llm/deepseek-coder (BOS printed)",
+    checks=("decode", "piece"), shipped_by="@huggingface/transformers 4.3.2 on deepseek-llm/deepseek-coder (BOS printed)",
     special=lambda asked: True, remove=lambda asked: False, needs=lambda tok: tok.vocab.add_bos or tok.vocab.add_eos,
     headline="control tokens decoded as text (never removed, always printed)")
 
