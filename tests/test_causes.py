@@ -63,6 +63,9 @@ class Diagnoser:
     def agreements(self, key, f, n, targeted=False):
         return []
 
+    def agrees(self, key, f, x):
+        return BUGS[key](x) == x
+
     def discriminating(self, keys, f, n):
         return []
 

@@ -93,6 +93,7 @@ UNCATALOGUED = {
     "ascii-punct": ("bert-bge", (("known", "plain"), ("encode", "plain")), 1),
     "cyrillic-unk": ("llama-spm", (("known", "plain"), ("encode", "plain")), 2),
     "ids-16bit": ("qwen2", (("encode", "plain"), ("decode", "plain"), ("piece", "plain")), 1),
+    "latin1": ("bert-bge", (("encode", "plain"), ("encode", "parse"), ("known", "plain")), 1),
 }
 
 
@@ -109,7 +110,10 @@ def test_a_bug_no_catalogue_entry_models_is_never_named_and_stays_few_causes(pyt
     [UNK], a mark that becomes a ``##`` subword). ``cyrillic-unk`` still comes out as up to two
     (its letters, and U+0482, a symbol of the same block); the bound keeps it from getting worse.
     ``ids-16bit`` (ids past 65,535 wrapped) is one cause over encode, decode and pieces: the
-    port's piece of each such token is llama.cpp's piece of another, whatever its kind or bytes."""
+    port's piece of each such token is llama.cpp's piece of another, whatever its kind or bytes.
+    ``latin1`` (the input read as Latin-1) is one cause, however many classes its characters
+    fall in: the port parts from llama.cpp on every non-ASCII code point probed, and no
+    class-sized entry (accents kept, a whitespace table) may name it."""
     vocab, nodes, most = UNCATALOGUED[bug]
     script = Path(__file__).parent / "ports" / "uncatalogued.py"
     port = f"{shlex.quote(sys.executable)} {shlex.quote(str(script))} --vocab {{vocab}} --bugs {bug}"

@@ -52,7 +52,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Protocol
 
+from harness.engine.characterise import UNANSWERED, Characteriser
 from harness.engine.signature import locus
+from harness.reports.triggers import NON_ASCII
+from harness.reports.finding import BYTE_CHECKS
 
 #: Divergent cases kept (with their findings) per signature group; the rest are counted.
 KEEP = 2000
@@ -62,14 +65,6 @@ CONFIRM = 3
 MAX_CAUSES = 4
 #: Full catalogue runs (diagnoses) per group, for cases no cause explains.
 DIAGNOSES = 12
-#: Code points of its class a code-point cause is probed with (CauseFinder._probed).
-PROBES = 24
-#: Plain texts a port must get right for an unexplained cause to be about characters at all.
-BLAND = ("a", "Hello world", "the cat sat")
-#: Where an unexplained cause's code point is put to see if it diverges by itself.
-TRIGGER_CONTEXTS = ("{}", "a{}b", "x {} y")
-#: What a prediction gets when the port cannot answer it (unsupported, a port error).
-UNANSWERED = object()
 #: Loci kept per cause (most frequent first) for its characterisation.
 LOCI = 200
 #: Fresh inputs a diagnosis must predict to name a cause (see the module docstring).
@@ -107,6 +102,9 @@ class Diagnoser(Protocol):
     def agreements(self, key: str, finding, n: int, targeted: bool = False) -> list:
         """Up to ``n`` inputs (the finding's own flags) where the explanation ``key`` and llama.cpp
         agree (``targeted``: only those where a wider defect of its kind would show)."""
+
+    def agrees(self, key: str, finding, x) -> bool:
+        """Whether the explanation ``key`` answers what llama.cpp answers on input ``x``."""
 
     def predicted(self, key: str, x, got, known: tuple[str, ...] = ()) -> bool | None:
         """Whether the port's answer on ``x`` (``got``: the rerun's finding, or None) is the
@@ -193,7 +191,7 @@ class Cause:
                        triggers=self.triggers, probed=self.probed, widened=self.widened, unjudged=self.unjudged)
 
 
-class CauseFinder:
+class CauseFinder(Characteriser):
     """The causes of one test, from its signature groups (see the module docstring)."""
 
     def __init__(self, rerun: Callable, shrink: Callable | None, diagnoser: Diagnoser | None,
@@ -207,7 +205,6 @@ class CauseFinder:
         self.causes: list[Cause] = []
         self.unattributed = 0  # divergent cases no cause took (past KEEP or MAX_CAUSES)
         self._rejected: set[str] = set()  # rebound keys whose predictions failed
-        self._bland_memo: bool | None = None  # :meth:`_bland`, asked once
         self.seconds: Counter = Counter()  # wall seconds spent shrinking, diagnosing, predicting, characterising
 
     # --- the predicates -----------------------------------------------------------------
@@ -347,6 +344,11 @@ class CauseFinder:
         # the same way, the defect is wider than the explanation ("no BOS on an empty text" for
         # no BOS at all, "U+1343D is unassigned" for every format control kept, lossy UTF-8 for
         # lossy per token).
+        # A port that parts from llama.cpp on every non-ASCII code point (its input) is wider
+        # than any explanation that leaves some of them as llama.cpp has them.
+        if isinstance(f.text, str) and f.check not in BYTE_CHECKS and self._non_ascii() and any(
+                self.diagnoser.agrees(key, f, c) for c in NON_ASCII):
+            return own[0] + other[0] + 1, own[1] + other[1], False
         for x in self.diagnoser.agreements(key, f, AGREEMENTS, targeted=own[0] >= NARROW):
             got = self.probe(f.check, x, None)
             if got is UNANSWERED or got is None:
@@ -428,50 +430,12 @@ class CauseFinder:
                 with self._timed("characterise"):
                     # where plain words fail too, every character would "fail by itself"
                     c.triggers = () if self._bland() else self._triggers(c.input)
+                    if c.triggers and all(ord(x) > 0x7F for x in c.triggers) and self._non_ascii():
+                        c.probed = (NON_ASCII, ())
             elif c.keys and self.ask:
                 with self._timed("characterise"):
                     c.probed = self._probed(c)
         return out
-
-    def _probed(self, cause: Cause) -> tuple:
-        """A code-point cause's set, probed: its shrunk text with the code point replaced by
-        others of llama.cpp's same class (:meth:`Diagnoser.probe_set`), each asked of the port.
-        ``(shows, does_not)``: the code points on which the port answers as the explanation
-        bound to them does, and those on which it answers as llama.cpp does. A person fixes
-        the set, not the one code point the cause was met through."""
-        probe_set = getattr(self.diagnoser, "probe_set", None)
-        if probe_set is None:
-            return ()
-        shows, not_ = [], []
-        for key in cause.keys[:1]:
-            for cp, bound, x in probe_set(key, cause.finding, PROBES):
-                got = self.probe(cause.finding.check, x, None)
-                if got is UNANSWERED:
-                    continue
-                if got is None:
-                    not_.append(cp)
-                elif self.diagnoser.predicted(bound, x, got):
-                    shows.append(cp)
-        return (tuple(shows), tuple(not_)) if shows or not_ else ()
-
-    def _bland(self) -> bool:
-        """Whether the port parts from llama.cpp on plain ASCII words (:data:`BLAND`): then a
-        cause is not about characters, and its triggers would name whatever the text held.
-        Asked once per test (the same for every cause of it)."""
-        if self._bland_memo is None:
-            self._bland_memo = any(self.rerun(bland) is not None for bland in BLAND)
-        return self._bland_memo
-
-    def _triggers(self, text: str) -> tuple[str, ...]:
-        """The code points of a shrunk text on which the port parts from llama.cpp by
-        themselves: alone, or between fresh neighbours (:data:`TRIGGER_CONTEXTS`). What a
-        person would fix is the handling of those characters; reports group unexplained
-        causes by their class (harness.reports.causes)."""
-        found = []
-        for c in dict.fromkeys(text):
-            if any(self.rerun(ctx.replace("{}", c)) is not None for ctx in TRIGGER_CONTEXTS):
-                found.append(c)
-        return tuple(found)
 
     def _folded(self) -> list[Cause]:
         kept = []

@@ -166,6 +166,17 @@ class Diagnoser(Explainer):
                 continue
         return out
 
+    def agrees(self, key: str, f: Finding, x) -> bool:
+        """Whether the variant ``key`` answers what llama.cpp answers on input ``x`` (``f``'s flags)."""
+        v = self._bound.get(key)
+        if v is None:
+            return False
+        case = self.case_of_input(f, x)
+        try:
+            return same_answer(v.output(self.tok, case), exact_output(self.tok, case))
+        except (HarnessError, ValueError, UnicodeError, RecursionError):
+            return False
+
     def _disagreeing(self, v, f: Finding, pairs, n: int) -> list:
         key = key_of(v)
         out = []

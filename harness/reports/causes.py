@@ -30,7 +30,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 
 from harness.reports.finding import BYTE_CHECKS, Finding
-from harness.tokenizer import unicode as U
+from harness.reports.triggers import NON_ASCII, algorithm, every_non_ascii, trigger_classes, triggered_title
 
 
 @dataclass
@@ -94,60 +94,6 @@ _ENCODE_WHAT = {"same text, other tokens": "the port splits the same text into o
                 "other text": "the port's tokens spell another text than llama.cpp's"}
 
 
-#: Unicode major general categories, as a title names them.
-_MAJOR = {"L": "letter", "M": "mark", "N": "number", "P": "punctuation", "S": "symbol", "Z": "separator",
-          "C": "other (control, format, unassigned)", "compat": "compatibility (NFKC-changed)"}
-
-
-def trigger_classes(triggers, pre_type: str | None = None) -> str:
-    """The class of a cause's triggers: their major general categories in llama.cpp's tables
-    (:func:`major_class`), e.g. ``'P'`` or ``'L+N'``; on a UGM vocab (``n/a (t5)``, whose
-    charsmap normalises by compatibility) ``compat`` when every one has a compatibility
-    decomposition (NFKC changes it and NFC does not: Ⅶ, ①, ｋ, ˘, a defect of normalisation
-    whatever the category). No other algorithm of llama.cpp normalises so: there U+FF08 is
-    punctuation, U+00A0 a separator and U+00BC a number, as the pre-tokenizer sees them.
-    U+037E, a canonical singleton (NFC changes it too), is punctuation.
-
-    >>> trigger_classes(["\\u066a", "\\u2019"]), trigger_classes(["\\u0416", "7"]), trigger_classes(["\\u037e"], "n/a (t5)")
-    ('P', 'L+N', 'P')
-    >>> trigger_classes(["\\u2166", "\\uff4b"], "n/a (t5)"), trigger_classes(["\\uff08", "\\u2019"], "n/a (bert)")
-    ('compat', 'P')
-    """
-    chars = [c for c in triggers if len(c) == 1]
-    if chars and algorithm(pre_type) == "t5" and all(
-            unicodedata.normalize("NFKC", c) != unicodedata.normalize("NFC", c) for c in chars):
-        return "compat"
-    return "+".join(sorted({major_class(c) for c in chars}))
-
-
-#: llama.cpp's category flags (src/unicode.h) -> the major general category a title names.
-_FLAG_MAJOR = ((U.LETTER, "L"), (U.NUMBER, "N"), (U.ACCENT_MARK, "M"), (U.PUNCTUATION, "P"),
-               (U.SYMBOL, "S"), (U.SEPARATOR, "Z"), (U.CONTROL, "C"), (U.UNDEFINED, "C"))
-
-
-def major_class(c: str) -> str:
-    """A code point's major category in llama.cpp's own Unicode 15.1 tables (not Python's
-    unicodedata, which is older: U+11B00 is punctuation there, unassigned here).
-
-    >>> major_class("\\U00011b00"), major_class("a"), major_class("\\u037e")
-    ('P', 'L', 'P')
-    """
-    flags = U.cpt_flags(ord(c))
-    return next((name for bit, name in _FLAG_MAJOR if flags & bit), "C")
-
-
-def triggered_title(family: str, classes: str, triggers: list[str]) -> str:
-    """The title of an unexplained cause characterised by its triggers.
-
-    >>> triggered_title("encode", "P", ["\\u066a", "\\u2019"])
-    'unexplained (encode): the port parts from llama.cpp on punctuation characters by themselves: U+066A, U+2019 (2 code points)'
-    """
-    names = " and ".join(_MAJOR.get(c, c) for c in classes.split("+"))
-    shown = ", ".join(f"U+{ord(c):04X}" for c in triggers[:12]) + (", ..." if len(triggers) > 12 else "")
-    return (f"unexplained ({family}): the port parts from llama.cpp on {names} characters by themselves: "
-            f"{shown} ({len(triggers)} code points)")
-
-
 #: What llama.cpp emitted where a finding's triggers, not its signature, say what the defect is:
 #: the text's content (not a wrapper token add_special adds, nor tokens added at the edges).
 _CONTENT = ("same text, other tokens", "other text", "whitespace", "newline", "unknown token", "byte token",
@@ -182,7 +128,7 @@ def _join_triggered(groups: dict[tuple, list[int]]) -> dict[tuple, list[int]]:
     return out
 
 
-def unexplained_key(signature: tuple, triggers=(), pre_type: str | None = None) -> tuple:
+def unexplained_key(signature: tuple, triggers=(), pre_type: str | None = None, probed=()) -> tuple:
     """The run-level key of a finding no explanation covers. An encode finding whose cause's
     code points diverge by themselves (``triggers``) is keyed by their major categories: one
     defect in the handling of a class of characters meets texts through several signatures
@@ -201,8 +147,14 @@ def unexplained_key(signature: tuple, triggers=(), pre_type: str | None = None) 
 
     A triggered key holds the pre type: a port handles a class of characters in one
     algorithm's code (WPM's punctuation, UGM's charsmap, a BPE regex), so the same class on
-    vocabs of other pre types is another defect.
+    vocabs of other pre types is another defect. Unless the port parts from llama.cpp on every
+    non-ASCII code point probed (:func:`every_non_ascii`): that is its input, on every vocab.
+
+    >>> unexplained_key(("encode", "replaces", "other text"), ("\u0409",), "LLAMA", (NON_ASCII, ()))
+    ('unexplained', 'encode', 'triggered', 'non-ASCII', '')
     """
+    if triggers and every_non_ascii(probed) and all(ord(c) > 0x7F for c in triggers if len(c) == 1):
+        return ("unexplained", "encode", "triggered", "non-ASCII", "")
     content = signature[:1] == ("encode",) and signature[2:] and signature[2] in _CONTENT
     classes = trigger_classes(triggers, pre_type) if triggers and content else ""
     if classes:
@@ -217,19 +169,6 @@ def unexplained_key(signature: tuple, triggers=(), pre_type: str | None = None) 
         # An empty piece is not rendered at all: one defect of the piece call on every algorithm
         return ("unexplained", *signature, algorithm(pre_type))
     return ("unexplained", *signature)
-
-
-def algorithm(pre_type: str | None) -> str:
-    """The tokenizer algorithm a finding's ``pre_type`` label implies: the vocab type llama.cpp
-    names in ``n/a (llama)`` (SPM), ``n/a (bert)`` (WPM), ``n/a (t5)`` (UGM), or ``bpe`` for
-    a BPE pre type.
-
-    >>> algorithm("n/a (t5)"), algorithm("QWEN2"), algorithm(None)
-    ('t5', 'bpe', '')
-    """
-    if not pre_type:
-        return ""
-    return pre_type[5:-1] if pre_type.startswith("n/a (") and pre_type.endswith(")") else "bpe"
 
 
 def unexplained_title(signature: tuple) -> str:
@@ -435,7 +374,7 @@ def group_causes(findings: list[Finding]) -> list[Cause]:
     unexplained: dict[tuple, list[int]] = {}
     for k, f in enumerate(findings):
         if not f.explanations:
-            unexplained.setdefault(unexplained_key(tuple(f.signature), f.triggers, f.pre_type), []).append(k)
+            unexplained.setdefault(unexplained_key(tuple(f.signature), f.triggers, f.pre_type, f.probed), []).append(k)
     keyed += list(_join_triggered(unexplained).items())
     causes = []
     for key, idx in keyed:

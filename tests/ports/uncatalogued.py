@@ -21,6 +21,9 @@ and never name it by a variant that happens to fit a short case:
   FIM texts found by name): on qwen2 ``</s>`` (128247) stays NORMAL, so it is not cut out with
   parse_special and its piece is its text without special (several real ports ship this; the
   catalogue has modelled it since, as ``token_types_not_overridden``);
+- ``latin1``: the input text read as Latin-1, each of its UTF-8 bytes one code point (a
+  stream opened with the platform's default charset): every non-ASCII character parts from
+  llama.cpp, whatever its class, on every vocab;
 - ``added-twice``: ``info`` counts the added (CONTROL and USER_DEFINED) tokens a second time
   on top of the GGUF's token list, as a port that adds them to a list that already holds them
   (transformers answered 32,259 for deepseek-coder's 32,256); every id it serves is right.
@@ -41,7 +44,7 @@ from harness.tokenizer.algorithms import wpm
 from harness.tokenizer.gguf import GGUFReader, Keys
 from harness.tokenizer.vocab import BYTE, CONTROL, NORMAL, UNDEFINED, UNKNOWN, UNUSED, USER_DEFINED
 
-BUGS = {"ascii-punct", "cyrillic-unk", "reserved-shift", "file-types", "added-twice", "ids-16bit"}
+BUGS = {"ascii-punct", "cyrillic-unk", "reserved-shift", "file-types", "added-twice", "ids-16bit", "latin1"}
 _CYRILLIC = re.compile("([\u0400-\u04ff])")
 
 
@@ -88,6 +91,8 @@ class Port:
         self.width = 0xFFFF if "ids-16bit" in bugs else -1  # -1: every bit of an id kept
 
     def encode(self, text: str, add: bool, parse: bool) -> list[int]:
+        if "latin1" in self.bugs:  # each UTF-8 byte read as one code point
+            text = text.encode("utf-8", "surrogatepass").decode("latin-1")
         if "cyrillic-unk" in self.bugs:
             body = []
             for part in _CYRILLIC.split(text):
