@@ -163,6 +163,11 @@ WITNESSES = {
     # not made CONTROL, while '<|endoftext|>' (CONTROL in the file) is still parsed
     "token_types_not_overridden": ("qwen2", [("encode", "a</s>", (False, True)), ("encode", "a<|endoftext|>", (False, True))],
                                    None, lambda tok, t, a, p: tok.encode(t, add_special=a, parse_special=False)),
+    # candle marks command-r's USER_DEFINED tokens special: parsed only with parse_special, and
+    # skipped in decode and pieces like control tokens
+    "user_defined_typed_control": ("command-r", [("piece", (255015,), (False, False)),
+                                                 ("encode", "a<|USER_6_TOKEN|>", (False, False))],
+                                   None, lambda tok, ids, s, _: b""),
     # ollama's special list takes CONTROL and USER_DEFINED only: llama-spm's '<unk>' stays text
     "unknown_type_not_matched": ("llama-spm", [("encode", "a<unk>", (False, True)), ("encode", "a<s>", (False, True))],
                                  None, lambda tok, t, a, p: tok.encode(t, add_special=a, parse_special=False)),
@@ -285,6 +290,15 @@ def test_the_catalogue_is_documented():
 
 def test_nothing_to_explain():
     assert explain(None, []) == []
+
+
+def test_a_prefix_space_goes_before_each_fragment_between_specials(toks):
+    """Hugging Face's ByteLevel add_prefix_space runs on each text fragment between added tokens:
+    candle on deepseek-coder gives 'a[PAD32060]a' as ' a', [PAD32060], ' a'."""
+    tok = toks("deepseek-coder")
+    space_a = enc(tok, " a")
+    case = Case("encode", "a[PAD32060]a", (True, True), (tok.vocab.bos, *space_a, 32060, *space_a))
+    assert [v.name for v in explain(tok, [case])][:1] == ["prefix_space_added"]
 
 
 def test_raw_bytes_are_explained_like_text(toks):

@@ -27,7 +27,7 @@ __all__ = ["SpecialsVariant", "VocabVariant", "PartitionVariant", "TokenParamVar
            "SPECIALS_ALWAYS_PARSED", "LSTRIP_IGNORED", "RSTRIP_IGNORED", "USER_DEFINED_NOT_MATCHED",
            "USER_DEFINED_AS_CONTROL", "ADD_BOS_IGNORED", "ADD_BOS_FORCED", "ADD_SPECIAL_ALWAYS", "ADD_EOS_IGNORED", "ADD_EOS_FORCED",
            "NO_SPECIALS_ON_EMPTY", "CHAT_TOKEN_AS_BOS", "EXTRA_TOKEN", "SPACE_PREFIX_FLIPPED", "TYPES_NOT_OVERRIDDEN",
-           "UNKNOWN_NOT_MATCHED", "UNKNOWN_AS_NORMAL"]
+           "UNKNOWN_NOT_MATCHED", "UNKNOWN_AS_NORMAL", "USER_DEFINED_TYPED_CONTROL"]
 
 PARTITION = "src/llama-vocab.cpp, llama_vocab::impl::tokenizer_st_partition"
 LOAD = "src/llama-vocab.cpp, llama_vocab::impl::load"
@@ -289,6 +289,15 @@ TYPES_NOT_OVERRIDDEN = VocabVariant(
     shipped_by="candle, ollama, shimmytok, transformers and its GGUF conversion (qwen2's '</s>', deepseek-coder's FIM tokens)",
     changes=_file_types, needs=lambda tok: bool(tok.vocab.type_overrides),
     headline="token types taken from the GGUF alone (load's CONTROL for EOG/FIM texts missing)")
+USER_DEFINED_TYPED_CONTROL = VocabVariant(
+    name="user_defined_typed_control",
+    models="USER_DEFINED tokens typed CONTROL: matched only with parse_special, and printed only with special",
+    rule=f"USER_DEFINED texts are cut out of raw text always ({PARTITION}) and their pieces are their "
+         f"texts, special or not (src/llama-vocab.cpp, llama_vocab::impl::token_to_piece)",
+    checks=("encode", "decode", "piece"), shipped_by="candle on command-r and deepseek-coder",
+    changes=lambda v: {"attrs": tuple(a & ~USER_DEFINED | CONTROL if a & USER_DEFINED else a for a in v.attrs)},
+    needs=lambda tok: _has_attr(tok, USER_DEFINED), same_session=True,
+    headline="user-defined tokens treated as control tokens (matched only with parse_special, printed only with special)")
 SPACE_PREFIX_FLIPPED = VocabVariant(
     name="add_space_prefix_flipped", models="add_space_prefix read the other way round (encode and decode)",
     rule=f"SPM/UGM prepend one space to the first fragment and after each special iff add_space_prefix "

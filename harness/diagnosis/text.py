@@ -141,6 +141,13 @@ class PrefixSpaceVariant(TextVariant):
         from harness.tokenizer.pretokenize import byte_encodes
         return tok.vocab.vocab_type == "bpe" and byte_encodes(tok.vocab.pre_type)
 
+    def encode(self, tok, text, add, parse):
+        """The space goes before each text fragment between special tokens, as Hugging Face runs
+        its pre-tokenizer on each ('a[PAD32060]a' is ' a', [PAD32060], ' a')."""
+        raw = text.encode("utf-8", "surrogateescape") if isinstance(text, str) else bytes(text)
+        frags = tok.partition(raw, parse) if raw else []
+        return tuple(tok._encode_bpe([f if isinstance(f, int) or f[:1] == b" " else b" " + f for f in frags], add))
+
     def title(self, cases) -> str:
         return titled(self.headline, self.rule)
 
