@@ -267,6 +267,32 @@ def test_the_order_workers_finish_in_changes_nothing_in_the_causes():
     assert report([0, 1, 2]) == report([2, 0, 1]) == report([1, 2, 0])
 
 
+def test_two_vocab_defects_met_in_one_decode_are_the_known_causes():
+    """candle on qwen2: USER_DEFINED tokens typed CONTROL (a [PAD…] piece empty) and '</s>' left
+    NORMAL (its piece printed) meet in one decode of both tokens; with both causes known the case
+    is theirs (a tokenizer over the vocab both change), with one known it is not."""
+    from harness.engine.diagnoser import Diagnoser
+    from harness.reports.diff import first_byte_divergence
+    from reference.vocabs import vocab_path
+
+    d = Diagnoser(vocab_path("qwen2"))
+    tok = d.tok
+
+    def finding(ids, port: bytes):
+        return Finding("decode", "qwen2", "QWEN2", False, False, "", first_byte_divergence(tok.decode(ids), port),
+                       decoded_ids=tuple(ids), remove_special=False, unparse_special=False)
+
+    pad, eos_text = 151920, 128247
+    ((typed, *_), *_) = d.diagnose([finding([pad], b"")])
+    ((types, *_), *_) = d.diagnose([finding([eos_text], b"</s>")])
+    assert (typed, types) == ("user_defined_typed_control", "token_types_not_overridden")
+    both = finding([pad, eos_text], b"</s>")
+    assert not d.explains((typed,), both) and not d.explains((types,), both)
+    assert d.together([(typed,)], both) is None
+    assert d.together([(typed,), (types,)], both) is not None
+    assert d.together([(typed,), (types,)], finding([pad, eos_text], b"x</s>")) is None
+
+
 def test_a_forced_bos_met_with_a_second_bug_is_two_causes_never_one():
     """tiktoken on qwen2, add_special: every case has the forced BOS (add_bos_forced); the ones
     with a [PAD…] token's text also have it tokenized as text (user_defined_as_control). With

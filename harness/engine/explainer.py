@@ -297,6 +297,9 @@ class Explainer:
         transform, followed by another known cause, reproduces the port's output on ``f``;
         None when no two known causes do. For decode and pieces the first cause rewrites the
         output bytes (lossy UTF-8, a dropped leading space) after the other's answer."""
+        met = self._vocabs_together(keys, f)
+        if met is not None:
+            return met
         if f.check in ("decode", "piece"):
             return self._together_bytes(keys, f)
         met = self._with_residual(keys, f)
@@ -340,6 +343,39 @@ class Explainer:
                 if any(self._reproduces(k, left) for j, other in enumerate(keys) if j != i for k in other):
                     return i
         return None
+
+    def _vocabs_together(self, keys: list[tuple[str, ...]], f: Finding) -> int | None:
+        """Two known causes that each change the vocab (token types, flags), both at once:
+        command-r's USER_DEFINED tokens typed CONTROL and qwen2's '</s>' left NORMAL meet in one
+        decode of both tokens."""
+        case = self.case_of(f)
+        for i, first in enumerate(keys):
+            for j, other in enumerate(keys):
+                if j != i and any(self._composite(a, b, case) == case.port_output for a in first for b in other):
+                    return i
+        return None
+
+    def _composite(self, a: str, b: str, case):
+        """The answer on ``case`` of a tokenizer over the vocab both variants change (None if
+        either is not a plain vocab change, or the two cannot be built together)."""
+        from harness.diagnosis.base import cached, exact
+        from harness.diagnosis.specials import PartitionVariant, VocabVariant
+        va, vb = self._bound.get(a), self._bound.get(b)
+        if not all(isinstance(v, VocabVariant) and not isinstance(v, PartitionVariant) for v in (va, vb)) \
+                or case.family not in va.checks + vb.checks:
+            return None
+
+        def build():
+            from harness.tokenizer import Tokenizer
+            vocab = replace(self.tok.vocab, **va.changes(self.tok.vocab))
+            t = Tokenizer(replace(vocab, **vb.changes(vocab)))
+            if va.same_session and vb.same_session:
+                t._session = self.tok.session()  # neither changes the algorithm
+            return t
+        try:
+            return exact(cached(self.tok, ("together", a, b), build), case)
+        except (HarnessError, ValueError, UnicodeError, RecursionError):
+            return None
 
     def _together_bytes(self, keys: list[tuple[str, ...]], f: Finding) -> int | None:
         """:meth:`together` for decode and piece findings: a known cause whose variant
