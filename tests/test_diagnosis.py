@@ -168,6 +168,21 @@ WITNESSES = {
     "user_defined_typed_control": ("command-r", [("piece", (255015,), (False, False)),
                                                  ("encode", "a<|USER_6_TOKEN|>", (False, False))],
                                    None, lambda tok, ids, s, _: b""),
+    # shimmytok 0.8.4: no [CLS]/[SEP] on bert-bge; nomic-bert-moe's charsmap and
+    # remove_extra_whitespaces ignored, its U+2581 and UNUSED tokens printed raw; remove_special
+    # drops every special (skip_special_tokens); each token's bytes made text alone
+    "add_special_ignored": ("bert-bge", [("encode", "a", (True, False))], None, lambda tok, t, a, p: enc(tok, t)),
+    "ugm_charsmap_ignored": ("nomic-bert-moe", [("encode", "\u24ea", (False, False))], None, None),
+    "ugm_extra_whitespaces_kept": ("nomic-bert-moe", [("encode", "a  b", (False, False))], None, None),
+    "whitespace_marker_kept": ("nomic-bert-moe", [("piece", (218068,), (False, False))], None,
+                               lambda tok, ids, s, _: tok.vocab.tokens[ids[0]]),
+    "unused_rendered": ("nomic-bert-moe", [("piece", (250002,), (False, False))], None,
+                        lambda tok, ids, s, _: tok.vocab.tokens[ids[0]]),
+    "remove_special_drops_every_special": ("bert-bge", [("decode", (102,), (True, True)), ("decode", (102,), (False, True))],
+                                           None, lambda tok, ids, r, u: b""),
+    "decode_lossy_per_token": ("gpt-2", [("decode", (142, 114), (False, False))], None,
+                               lambda tok, ids, r, u: b"".join(tok.token_to_piece(i).decode("utf-8", "replace").encode()
+                                                               for i in ids)),
     # ollama's special list takes CONTROL and USER_DEFINED only: llama-spm's '<unk>' stays text
     "unknown_type_not_matched": ("llama-spm", [("encode", "a<unk>", (False, True)), ("encode", "a<s>", (False, True))],
                                  None, lambda tok, t, a, p: tok.encode(t, add_special=a, parse_special=False)),

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from typing import Callable
 
 from harness.tokenizer import Tokenizer
-from harness.tokenizer.vocab import BYTE, CONTROL, NORMAL, UNKNOWN, USER_DEFINED
+from harness.tokenizer.vocab import BYTE, CONTROL, NORMAL, UNKNOWN, UNUSED, USER_DEFINED
 
 from .base import Case, Variant, cached, titled
 
@@ -28,7 +28,8 @@ __all__ = ["BytesVariant", "DecodeVocabVariant", "PieceVariant", "DECODE_LOSSY",
            "STRIPS_LEADING_SPACE", "BYTE_AS_CODEPOINT", "BYTE_AS_TEXT", "SPECIALS_ALWAYS_RENDERED",
            "SPECIALS_NEVER_RENDERED", "SPECIALS_AS_TEXT", "PIECE_IS_DECODE", "REMOVE_SPECIAL_IGNORED", "REMOVE_SPECIAL_FORCED", "PieceBufferVariant",
            "PIECE_FIXED_BUFFER", "DECODE_DROPS_LONG_PIECES",
-           "ByteMapVariant", "UNMAPPED_CODEPOINT", "SPECIAL_TEXT_BYTE_DECODED"]
+           "ByteMapVariant", "UNMAPPED_CODEPOINT", "SPECIAL_TEXT_BYTE_DECODED", "WHITESPACE_MARKER_KEPT",
+           "DECODE_LOSSY_PER_TOKEN", "UNUSED_RENDERED", "REMOVE_SPECIAL_DROPS_ALL"]
 
 DETOKENIZE = "src/llama-vocab.cpp, llama_vocab::impl::detokenize"
 TO_PIECE = "src/llama-vocab.cpp, llama_vocab::impl::token_to_piece"
@@ -186,6 +187,49 @@ BYTE_AS_TEXT = PieceVariant(
     checks=("decode", "piece"), shipped_by="known-port-bugs 26 (U+3000 -> <0xE3>...)",
     pieces=_byte_pieces(lambda tok, i: tok.vocab.tokens[i]), needs=_has_bytes,
     headline="byte tokens rendered as their text '<0xXX>'")
+_MARKER = "\u2581".encode()
+
+
+def _marked(tok) -> bool:
+    v = tok.vocab
+    return v.vocab_type in ("spm", "ugm", "wpm") and any(
+        a & NORMAL and _MARKER in t for t, a in zip(v.tokens, v.attrs))
+
+
+def _lossy_pieces(tok) -> dict:
+    out = {}
+    for i, a in enumerate(tok.vocab.attrs):
+        if a & (NORMAL | BYTE | USER_DEFINED):
+            p = tok.token_to_piece(i)
+            q = p.decode("utf-8", "replace").encode("utf-8")
+            if q != p:
+                out[i] = q
+    return out
+
+
+WHITESPACE_MARKER_KEPT = PieceVariant(
+    name="whitespace_marker_kept", models="U+2581 kept in pieces: a normal token's '\u2581' not turned back into a space",
+    rule=f"an SPM, UGM or WPM normal token's piece has U+2581 unescaped to a space ({TO_PIECE}, "
+         f"llama_unescape_whitespace)",
+    checks=("decode", "piece"), shipped_by="shimmytok 0.8.4 on bert-bge and nomic-bert-moe",
+    pieces=lambda tok: cached(tok, "marked pieces", lambda: {
+        i: t for i, (t, a) in enumerate(zip(tok.vocab.tokens, tok.vocab.attrs)) if a & NORMAL and _MARKER in t}),
+    needs=_marked, headline="'\u2581' kept in pieces (not turned back into a space)")
+DECODE_LOSSY_PER_TOKEN = PieceVariant(
+    name="decode_lossy_per_token", models="decode converts each piece to text alone (invalid UTF-8 replaced per "
+                                           "token), so a character over two tokens becomes two U+FFFD",
+    rule=f"detokenize concatenates the pieces' raw bytes: a character split over tokens comes out whole "
+         f"({DETOKENIZE})",
+    checks=("decode", "piece"), shipped_by="shimmytok 0.8.4 (from_utf8_lossy per token)",
+    pieces=lambda tok: cached(tok, "lossy pieces", lambda: _lossy_pieces(tok)),
+    headline="decode replaces each token's invalid UTF-8 with U+FFFD, piece by piece")
+UNUSED_RENDERED = PieceVariant(
+    name="unused_rendered", models="UNUSED tokens printed as their text",
+    rule=f"a token that is not NORMAL, BYTE or USER_DEFINED (or CONTROL/UNKNOWN with special) renders as "
+         f"nothing: an UNUSED token's piece is empty ({TO_PIECE})",
+    checks=("decode", "piece"), shipped_by="shimmytok 0.8.4 on nomic-bert-moe ([PAD250001]...)",
+    pieces=lambda tok: {i: tok.vocab.tokens[i] for i, a in enumerate(tok.vocab.attrs) if a == UNUSED},
+    needs=lambda tok: UNUSED in tok.vocab.attrs, headline="UNUSED tokens printed as their text")
 SPECIALS_ALWAYS_RENDERED = PieceVariant(
     name="specials_always_rendered", models="unparse_special (special) ignored: control tokens always printed",
     rule=f"CONTROL/UNKNOWN pieces are empty unless special / unparse_special ({TO_PIECE})",
@@ -206,6 +250,20 @@ REMOVE_SPECIAL_FORCED = PieceVariant(
     headline="decode drops BOS/EOS without remove_special")
 
 
+def _every_special_dropped(tok, ids, remove):
+    attrs = tok.vocab.attrs
+    return [i for i in ids if not attrs[i] & (CONTROL | UNKNOWN)] if remove else ids
+
+
+REMOVE_SPECIAL_DROPS_ALL = DecodeVocabVariant(
+    name="remove_special_drops_every_special",
+    models="remove_special drops every control and unknown token, anywhere (skip_special_tokens)",
+    rule=f"with remove_special, detokenize drops only a leading BOS (when add_bos) and a trailing EOS (when "
+         f"add_eos) ({DETOKENIZE})",
+    checks=("decode",), shipped_by="shimmytok 0.8.4 (skip_special_tokens)", prepare=_every_special_dropped,
+    changes=lambda v: {},
+    needs=lambda tok: sum(1 for a in tok.vocab.attrs if a & (CONTROL | UNKNOWN)) > 2,
+    headline="remove_special drops every special token, not just a leading BOS and a trailing EOS")
 SPECIALS_AS_TEXT = PieceVariant(
     name="specials_as_text", models="control tokens decoded as plain text: never removed, always printed "
                                     "(their CONTROL type lost, e.g. in a tokenizer.json conversion)",

@@ -27,7 +27,8 @@ __all__ = ["SpecialsVariant", "VocabVariant", "PartitionVariant", "TokenParamVar
            "SPECIALS_ALWAYS_PARSED", "LSTRIP_IGNORED", "RSTRIP_IGNORED", "USER_DEFINED_NOT_MATCHED",
            "USER_DEFINED_AS_CONTROL", "ADD_BOS_IGNORED", "ADD_BOS_FORCED", "ADD_SPECIAL_ALWAYS", "ADD_EOS_IGNORED", "ADD_EOS_FORCED",
            "NO_SPECIALS_ON_EMPTY", "CHAT_TOKEN_AS_BOS", "EXTRA_TOKEN", "SPACE_PREFIX_FLIPPED", "TYPES_NOT_OVERRIDDEN",
-           "UNKNOWN_NOT_MATCHED", "UNKNOWN_AS_NORMAL", "USER_DEFINED_TYPED_CONTROL"]
+           "UNKNOWN_NOT_MATCHED", "UNKNOWN_AS_NORMAL", "USER_DEFINED_TYPED_CONTROL",
+           "ADD_SPECIAL_IGNORED", "UGM_CHARSMAP_IGNORED", "UGM_EXTRA_WHITESPACES_KEPT"]
 
 PARTITION = "src/llama-vocab.cpp, llama_vocab::impl::tokenizer_st_partition"
 LOAD = "src/llama-vocab.cpp, llama_vocab::impl::load"
@@ -173,6 +174,22 @@ ADD_SPECIAL_ALWAYS = SpecialsVariant(
     change=lambda tok, t, a, p: encode_exact(tok, t, True, p),
     needs=lambda tok: bool(encode_exact(tok, "", True, False)), undo=_undo_wrapper,
     about_edges=True, headline="add_special=false still adds BOS/EOS")
+def _redo_wrapper(tok, ids, text, add, parse):
+    """What add_special puts around the text (CLS/SEP, BOS/EOS), put back where a port left it out."""
+    if not add:
+        return None
+    head, tail = specials_around(tok, text, parse)
+    ids = tuple(ids)
+    return None if ids[:len(head)] == head and ids[len(ids) - len(tail):] == tail else head + ids + tail
+
+
+ADD_SPECIAL_IGNORED = SpecialsVariant(
+    name="add_special_ignored", models="add_special ignored: nothing added around the text (no BOS/CLS, no EOS/SEP)",
+    rule=f"with add_special, adds the vocab's BOS/EOS (WPM: CLS and SEP), also around an empty text ({TOKENIZE})",
+    checks=("encode",), shipped_by="shimmytok 0.8.4 on bert-bge (no [CLS]/[SEP])",
+    change=lambda tok, t, a, p: encode_exact(tok, t, False, p),
+    needs=lambda tok: all(specials_around(tok, "a", False)), undo=_redo_wrapper,
+    about_edges=True, headline="add_special adds nothing around the text")
 NO_SPECIALS_ON_EMPTY = SpecialsVariant(
     name="no_bos_on_empty", models="an empty text gives no ids, even with add_special",
     rule=f"adds BOS/EOS around an empty text too: \"\" with add_special is [BOS] ({TOKENIZE})",
@@ -289,6 +306,24 @@ TYPES_NOT_OVERRIDDEN = VocabVariant(
     shipped_by="candle, ollama, shimmytok, transformers and its GGUF conversion (qwen2's '</s>', deepseek-coder's FIM tokens)",
     changes=_file_types, needs=lambda tok: bool(tok.vocab.type_overrides),
     headline="token types taken from the GGUF alone (load's CONTROL for EOG/FIM texts missing)")
+UGM_CHARSMAP_IGNORED = VocabVariant(
+    name="ugm_charsmap_ignored", models="UGM without its precompiled charsmap: the text reaches the Viterbi search "
+                                        "unnormalised",
+    rule="UGM normalises every input prefix through the precompiled charsmap (XCDA) before tokenizing "
+         "(src/llama-vocab.cpp, llm_tokenizer_ugm_session::normalize)",
+    checks=("encode",), shipped_by="shimmytok 0.8.4 on nomic-bert-moe",
+    changes=lambda v: {"precompiled_charsmap": b""},
+    needs=lambda tok: tok.vocab.vocab_type == "ugm" and bool(tok.vocab.precompiled_charsmap),
+    headline="UGM ignores the precompiled charsmap (no normalisation)")
+UGM_EXTRA_WHITESPACES_KEPT = VocabVariant(
+    name="ugm_extra_whitespaces_kept", models="UGM keeps runs of spaces and leading/trailing spaces "
+                                              "(remove_extra_whitespaces ignored)",
+    rule="with remove_extra_whitespaces, UGM normalisation drops leading and trailing whitespace and merges runs "
+         "into one space (src/llama-vocab.cpp, llm_tokenizer_ugm_session::normalize)",
+    checks=("encode",), shipped_by="shimmytok 0.8.4 on nomic-bert-moe",
+    changes=lambda v: {"remove_extra_whitespaces": False},
+    needs=lambda tok: tok.vocab.vocab_type == "ugm" and tok.vocab.remove_extra_whitespaces,
+    headline="UGM keeps extra whitespace (remove_extra_whitespaces ignored)")
 USER_DEFINED_TYPED_CONTROL = VocabVariant(
     name="user_defined_typed_control",
     models="USER_DEFINED tokens typed CONTROL: matched only with parse_special, and printed only with special",
