@@ -473,8 +473,8 @@ class _Loader:
             precompiled_charsmap=self.charsmap, general_name=self.general_name,
             architecture=self.architecture, n_token_types=self.n_token_types,
             suppress_tokens=self.suppress,
-            type_overrides={i: self.file_attrs[i] for i in np.flatnonzero(
-                (np.asarray(self.file_attrs) ^ np.asarray(self.attrs)) & ~(UNUSED | LSTRIP | RSTRIP)).tolist()},
+            type_overrides={i: self.file_attrs[i] for i in np.flatnonzero((np.asarray(
+                self.file_attrs, np.int64) ^ np.asarray(self.attrs, np.int64)) & ~(UNUSED | LSTRIP | RSTRIP)).tolist()},
             metadata={k: self.r.get(k) for k in self.r if not k.startswith("tokenizer.ggml.")},
         )
 
