@@ -299,13 +299,13 @@ def _file_types(v) -> dict:
 
 TYPES_NOT_OVERRIDDEN = VocabVariant(
     name="token_types_not_overridden",
-    models="token types read from the GGUF alone: the load's text rules (EOG/EOT/FIM texts made CONTROL) missing",
+    models="a token llama.cpp's load makes CONTROL by its text (end of generation or turn, FIM) keeps its GGUF type",
     rule=f"a token whose text is an end-of-generation, end-of-turn or FIM text becomes CONTROL at load, "
          f"whatever its GGUF type: parse_special cuts it out and its piece is empty without special ({LOAD})",
     checks=("encode", "decode", "piece"),
     shipped_by="candle, ollama, shimmytok, transformers and its GGUF conversion (qwen2's '</s>', deepseek-coder's FIM tokens)",
     changes=_file_types, needs=lambda tok: bool(tok.vocab.type_overrides),
-    headline="token types taken from the GGUF alone (load's CONTROL for EOG/FIM texts missing)")
+    headline="a token llama.cpp makes CONTROL by its text (EOG, EOT, FIM) keeps its GGUF type")
 UGM_CHARSMAP_IGNORED = VocabVariant(
     name="ugm_charsmap_ignored", models="UGM without its precompiled charsmap: the text reaches the Viterbi search "
                                         "unnormalised",
