@@ -13,6 +13,9 @@ import os
 
 import pytest
 
+# make test's xdist_group marks, which pytest 9.2 keeps from xdist's own loadgroup
+pytest_plugins = ["tests.support.xdist_groups"]
+
 
 def _skip_is_failure(report) -> None:
     """Under LLAMA_CONFORMANCE_REQUIRE_REFERENCE=1 (make test), a skip is a failure naming its reason."""
