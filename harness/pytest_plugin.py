@@ -69,7 +69,13 @@ def conformance(vocabs, *, max_examples: int | None = None):
 
 
 def __getattr__(name: str):
-    """The suite's named strategies (``cjk``, ``recipes``, ...), imported on first use."""
+    """The suite's named strategies (``cjk``, ``recipes``, ...), imported on first use.
+
+    pytest looks up ``pytest_plugins`` and every ``pytest_*`` hook name on each plugin it
+    registers; those are never strategies, and answering them without the import keeps
+    Hypothesis (a second of start-up) out of every pytest process that has this plugin installed."""
+    if name.startswith(("pytest_", "__")):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     from harness.inputs import strategies
 
     if name in strategies.__all__:
