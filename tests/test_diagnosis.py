@@ -446,3 +446,21 @@ def test_a_binding_s_one_buffer_is_one_cause_across_vocabs(toks):
     assert "decode_drops_long_pieces:64" not in {e[0] for e in gpt2.explanations}
     (cause,) = group_causes([falcon, gpt2])
     assert cause.key == ("diagnosis", "decode_drops_long_pieces:32") and "32 bytes" in cause.title
+
+
+@pytest.mark.parametrize("vocab", ["qwen2", pytest.param("command-r", marks=pytest.mark.slow)])
+def test_the_byte_map_variants_build_only_the_pieces_they_can_change(toks, vocab):
+    """ByteMapVariant rebuilds only the tokens whose piece the port's byte map can change
+    (decode._byte_map_changes); its pieces equal those of the whole-vocab loop on every token,
+    with qwen2's ``</s>`` (NORMAL and CONTROL at once) and command-r's unmapped code points."""
+    from harness.diagnosis.decode import _byte_decoded
+    tok = toks(vocab)
+    v = tok.vocab
+    for variant in (BY_NAME["byte_map_unmapped_codepoint"], BY_NAME["special_text_byte_decoded"]):
+        for param in ("low byte",):  # the same tokens for each param
+            built = variant.bind(param).build(tok)
+            whole = Tokenizer(v)  # the loop over every token of the variant's kinds
+            whole._pieces.update({i: _byte_decoded(v.tokens[i], param) for i, a in enumerate(v.attrs) if a & variant.kinds})
+            for special in (False, True):
+                assert [built.token_to_piece(i, special=special) for i in range(len(v.tokens))] == \
+                    [whole.token_to_piece(i, special=special) for i in range(len(v.tokens))]
