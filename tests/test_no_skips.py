@@ -76,3 +76,27 @@ def test_every_item_make_test_collects_falls_under_the_rule(pytester, monkeypatc
     result.stdout.fnmatch_lines(["*where nothing may skip: *no vocab for the example*"])
     result.stdout.fnmatch_lines(["*where nothing may skip: *a docstring example that skips*"])
     result.stdout.fnmatch_lines(["PASSED tools/marked_doc.py::marked_doc*"])
+
+
+def test_an_xdist_group_runs_on_one_worker_under_make_tests_loadgroup(pytester, monkeypatch):
+    """make test's ``-n 2 --dist loadgroup``: the tests of one ``xdist_group`` (in two files) run
+    on one worker, each other test is scheduled alone (the root conftest hands the groups over,
+    since pytest 9.2 ignores xdist's node-id suffix)."""
+    import json
+    root = Path(__file__).parents[1]
+    pytester.makeconftest((root / "conftest.py").read_text(encoding="utf-8"))
+    body = ("import os, pytest\n\n"
+            "@pytest.mark.xdist_group('shared')\n"
+            "@pytest.mark.parametrize('n', range(4))\n"
+            "def test_grouped(n):\n"
+            "    open(os.environ['OUT'], 'a').write(os.environ['PYTEST_XDIST_WORKER'] + '\\n')\n\n"
+            "@pytest.mark.parametrize('n', range(8))\n"
+            "def test_alone(n):\n"
+            "    pass\n")
+    pytester.makepyfile(test_a=body, test_b=body)
+    out = pytester.path / "workers.txt"
+    monkeypatch.setenv("OUT", str(out))
+    result = pytester.runpytest_subprocess("-n", "2", "--dist", "loadgroup", "-p", "no:cacheprovider", "-q")
+    result.assert_outcomes(passed=24)
+    workers = out.read_text().split()
+    assert len(workers) == 8 and len(set(workers)) == 1, json.dumps(workers)
