@@ -128,6 +128,7 @@ class InProcessReference:
         self.add_bos = bool(self._lib.ref_add_bos(self._vocab))
         self.add_eos = bool(self._lib.ref_add_eos(self._vocab))
         self._call_lock = threading.Lock()
+        self._pieces: tuple[dict, dict] = ({}, {})  # token_to_piece by id: special false, true
 
     @classmethod
     def load(cls, path: Path | str) -> "InProcessReference":
@@ -201,10 +202,15 @@ class InProcessReference:
             self._vocab, arr, len(ids), buf, cap, int(special)))
 
     def token_to_piece(self, id: int, special: bool = False) -> bytes:
-        """``llama_token_to_piece`` with lstrip=0."""
-        self._check_id(id)
-        return self._sized("llama_token_to_piece", 64, lambda buf, cap: self._lib.ref_token_to_piece(
-            self._vocab, id, buf, cap, 0, int(special)))
+        """``llama_token_to_piece`` with lstrip=0, asked once per id and flag: the vocab does not
+        change once loaded, and a run asks for a piece in its check, its diagnoses and decodes."""
+        memo = self._pieces[bool(special)]
+        piece = memo.get(id)
+        if piece is None:
+            self._check_id(id)
+            piece = memo[id] = self._sized("llama_token_to_piece", 64, lambda buf, cap: self._lib.ref_token_to_piece(
+                self._vocab, id, buf, cap, 0, int(special)))
+        return piece
 
     def cached_piece(self, id: int) -> bytes:
         """``llama_vocab::token_to_piece(token)``: the piece cached at load (the grammar's)."""

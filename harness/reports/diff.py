@@ -85,6 +85,8 @@ def first_index(a: Sequence, b: Sequence) -> int | None:
     >>> first_index([1, 2], [1, 2, 3]), first_index(b"ab", b"ab"), first_index([], [0])
     (2, None, 0)
     """
+    if a == b:  # most comparisons agree: no walk (a list and a tuple are never equal: walked)
+        return None
     n = min(len(a), len(b))
     for i in range(n):
         if a[i] != b[i]:
