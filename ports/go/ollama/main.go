@@ -37,9 +37,11 @@ const module = "github.com/ollama/ollama"
 //     special tokens (chat templates rely on it), so parse_special=false has
 //     no counterpart.
 //   - Decode(ids) renders every token's text, specials included: that is
-//     llama.cpp's remove_special=false, unparse_special=true, and for one
-//     token, token_to_piece(special=true).
-var unsupported = []string{"parse_special=false", "remove_special=true", "unparse_special=false", "special=false"}
+//     llama.cpp's remove_special=false, unparse_special=true.
+//   - There is no token_to_piece: Decode([]int32{id}) is a detokenize of one
+//     token (WordPiece's clean-up removes the space of " !"), and a piece
+//     answered with it would credit the adapter's choice to ollama.
+var unsupported = []string{"parse_special=false", "remove_special=true", "unparse_special=false", "piece"}
 
 // request holds every field of every op; absent booleans are false.
 type request struct {
@@ -154,13 +156,7 @@ func (s *server) handle(raw []byte) (out answer) {
 		}
 		a, err = s.decode(r.IDs)
 	case "piece":
-		if r.ID == nil {
-			return answer{"error": "piece needs an integer 'id'"}
-		}
-		if !r.Special {
-			return answer{"error": "unsupported: ollama's Decode renders special tokens' text"}
-		}
-		a, err = s.decode([]int32{*r.ID}) // the runner's per-token Decode([]int32{token})
+		return answer{"error": "unsupported: ollama's tokenizer has no token_to_piece"}
 	case "batch":
 		responses := make([]answer, len(r.Requests))
 		for i, sub := range r.Requests {

@@ -18,8 +18,10 @@ import {AutoTokenizer, env} from "@huggingface/transformers";
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const LIBRARY = "@huggingface/transformers 4.3.2 (tokenizer.json from transformers 5.24.0)";
-// transformers.js has no parse_special switch at call time: every added token is matched.
-const UNSUPPORTED = ["parse_special=false"];
+// transformers.js has no parse_special switch at call time: every added token is matched; and
+// no call gives one token's piece (decode([id]) runs the decoders, e.g. SPM's leading-space
+// strip, over a lone token: a detokenize, not token_to_piece).
+const UNSUPPORTED = ["parse_special=false", "piece"];
 const MAX_LINE = 64 << 20;
 const OUT_FD = process.env.PORT_OUT_FD ? Number(process.env.PORT_OUT_FD) : 1;
 
@@ -116,12 +118,8 @@ function handle(state, req, topLevel) {
                 throw e;
             }
         }
-        case "piece": {
-            // No token-to-piece call: a user decodes the one id (its decoders, e.g. SPM's
-            // leading-space strip, apply to the lone piece).
-            if (!Number.isInteger(req.id)) throw new Error("'id' must be an integer");
-            return {bytes_hex: utf8Hex(tokenizer.decode([req.id], {skip_special_tokens: !flag(req, "special")}))};
-        }
+        case "piece":
+            throw new Unsupported("transformers.js has no call giving one token's piece");
         case "batch":
             if (!topLevel || !Array.isArray(req.requests)) throw new Error("'batch' needs a top-level 'requests' list");
             return {responses: req.requests.map((r) => answer(() => handle(state, r, false)))};

@@ -58,8 +58,7 @@ def answer(tok, req):
                              "while rendering the other special tokens"}
         return {"bytes_hex": tok.decode(req["ids"], skip_special_tokens=not unparse).encode("utf-8").hex()}
     if op == "piece":
-        tokens = tok.convert_ids_to_tokens([req["id"]], skip_special_tokens=not req.get("special"))
-        return {"bytes_hex": tok.convert_tokens_to_string(tokens).encode("utf-8").hex()}
+        return {"error": "unsupported: transformers has no call giving one token's piece"}
     return {"error": f"unknown op {op!r}"}
 
 

@@ -32,9 +32,10 @@ unparse_special          llama.cpp renders CONTROL tokens as ""
 decode output            ``str.encode("utf-8")``: lossy. A sequence ending inside a
                          UTF-8 character decodes to U+FFFD in transformers, where
                          llama.cpp returns the raw bytes.
-piece special            ``decode([id], skip_special_tokens=not special)``: its
-                         decoders (e.g. SPM's leading-space Strip) may change a lone
-                         piece; there is no byte-exact token_to_piece.
+piece                    unsupported: transformers has no call giving one token's
+                         bytes. ``decode([id])`` (and ``convert_tokens_to_string``)
+                         run the decoders over a lone token (SPM's leading-space
+                         Strip, the clean-up): a detokenize, not token_to_piece.
 info                     ``len(tokenizer)`` (base vocab + added tokens).
 =======================  ==========================================================
 
@@ -55,6 +56,9 @@ import sys
 from pathlib import Path
 
 from harness.protocol.server import run_adapter
+
+
+PIECE_UNSUPPORTED = "transformers has no call giving one token's piece"
 
 
 class HFBackend:
@@ -85,7 +89,10 @@ class HFBackend:
         return self.tokenizer.decode(ids, skip_special_tokens=not unparse_special).encode("utf-8")
 
     def token_to_piece(self, id: int, *, special: bool = False) -> bytes:
-        return self.tokenizer.decode([id], skip_special_tokens=not special).encode("utf-8")
+        raise NotImplementedError(PIECE_UNSUPPORTED)
+
+    def info(self) -> dict:
+        return {"unsupported": ["piece"]}
 
 
 def _check_library() -> None:

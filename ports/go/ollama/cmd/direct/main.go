@@ -81,8 +81,6 @@ func handle(tok tokenizer.Tokenizer, loadErr error, line []byte) (a answer) {
 		return answer{"ids": append([]int32{}, ids...)} // [] rather than null when empty
 	case r.Op == "decode" && !r.RemoveSpecial && r.UnparseSpecial:
 		return hexOf(tok.Decode(r.IDs))
-	case r.Op == "piece" && r.Special:
-		return hexOf(tok.Decode([]int32{r.ID}))
 	}
 	return answer{"error": "unsupported: not expressible with Encode(text, addSpecial) / Decode(ids)"}
 }
