@@ -464,3 +464,15 @@ def test_the_byte_map_variants_build_only_the_pieces_they_can_change(toks, vocab
             for special in (False, True):
                 assert [built.token_to_piece(i, special=special) for i in range(len(v.tokens))] == \
                     [whole.token_to_piece(i, special=special) for i in range(len(v.tokens))]
+
+
+def test_a_space_stripped_after_an_unprinted_control_token_is_the_bos_variants(toks):
+    """Hugging Face's decoders strip the first *printed* word's space: after a BOS printed as
+    nothing (no remove_special, no unparse_special) too, where llama.cpp strips only the first
+    token's; after a BOS it prints, nothing is stripped."""
+    tok = toks("llama-spm")
+    assert tok.decode([1, 15043, 3186]) == b" Hello world"
+    named = [v.name for v in explain(tok, [Case("decode", (1, 15043, 3186), (False, False), b"Hello world")])]
+    assert named[0] == "decode_leading_space_stripped_after_bos", named
+    printed = BY_NAME["decode_leading_space_stripped_after_bos"].decode(tok, [1, 15043, 3186], False, True)
+    assert printed == tok.decode([1, 15043, 3186], unparse_special=True) == b"<s> Hello world"

@@ -82,24 +82,37 @@ STRIPS_LEADING_SPACE = BytesVariant(
 
 @dataclass(frozen=True, kw_only=True)
 class DecodeVocabVariant(BytesVariant):
-    """Decode with a changed vocab: ``changes(vocab) -> {field: value}``; ``prepare(tok, ids, remove)``
-    may rewrite the ids first."""
+    """Decode with a changed vocab: ``changes(vocab) -> {field: value}``; ``prepare(tok, ids, remove,
+    unparse)`` may rewrite the ids first."""
 
     change: Callable = None
     changes: Callable = dict
-    prepare: Callable = lambda tok, ids, remove: ids
+    prepare: Callable = lambda tok, ids, remove, unparse: ids
 
     def build(self, tok):
         return Tokenizer(replace(tok.vocab, **self.changes(tok.vocab)))
 
     def decode(self, tok, ids, remove, unparse):
-        return self.tokenizer(tok).decode(self.prepare(tok, ids, remove), remove_special=remove,
+        return self.tokenizer(tok).decode(self.prepare(tok, ids, remove, unparse), remove_special=remove,
                                           unparse_special=unparse)
 
 
-def _drop_bos(tok, ids, remove):
+def _drop_bos(tok, ids, remove, unparse):
+    """The leading tokens the output does not print taken off (a BOS remove_special removes,
+    control and unknown tokens without unparse_special), so the first printed word is the first
+    piece: Hugging Face's decoders strip its space there, llama.cpp only the first token's.
+
+    >>> from types import SimpleNamespace as NS
+    >>> tok = NS(vocab=NS(bos=1, add_bos=True, attrs=[1, 8, 4, 8]))  # unk, control, normal, control
+    >>> _drop_bos(tok, [1, 3, 2, 3], False, False), _drop_bos(tok, [1, 2], True, True), _drop_bos(tok, [3, 2], False, True)
+    ([2, 3], [2], [3, 2])
+    """
     v = tok.vocab
-    return ids[1:] if remove and v.add_bos and ids[:1] == [v.bos] else ids
+    k = 0
+    while k < len(ids) and ((k == 0 and remove and v.add_bos and ids[0] == v.bos)
+                            or (not unparse and v.attrs[ids[k]] & (CONTROL | UNKNOWN))):
+        k += 1
+    return ids[k:]
 
 
 NO_CLEAN_SPACES = DecodeVocabVariant(
@@ -124,12 +137,14 @@ LEADING_SPACE_KEPT = DecodeVocabVariant(
     headline="decode keeps the leading space of an add_space_prefix vocab")
 LEADING_SPACE_STRIPPED_AFTER_BOS = DecodeVocabVariant(
     name="decode_leading_space_stripped_after_bos",
-    models="decode strips the first word's leading space even after a removed BOS",
-    rule=f"keeps the leading space when remove_special removed a BOS ({DETOKENIZE})",
+    models="decode strips the first printed word's leading space even after leading tokens it does not "
+           "print (a removed BOS, control tokens not unparsed)",
+    rule=f"strips only the first token's leading space: a word after a removed BOS or a control token "
+         f"printed as nothing keeps its space ({DETOKENIZE})",
     checks=("decode",), shipped_by="known-port-bugs 24 (leading-space strip after BOS)",
     changes=lambda v: {"add_bos": False}, prepare=_drop_bos,
     needs=lambda tok: tok.vocab.add_space_prefix and tok.vocab.add_bos and tok.vocab.bos is not None,
-    headline="decode strips the leading space after a removed BOS")
+    headline="decode strips the leading space after a BOS or control token it does not print")
 
 
 
@@ -251,7 +266,7 @@ REMOVE_SPECIAL_FORCED = PieceVariant(
     headline="decode drops BOS/EOS without remove_special")
 
 
-def _every_special_dropped(tok, ids, remove):
+def _every_special_dropped(tok, ids, remove, unparse):
     attrs = tok.vocab.attrs
     return [i for i in ids if not attrs[i] & (CONTROL | UNKNOWN)] if remove else ids
 
