@@ -19,6 +19,9 @@ from harness.errors import HarnessError, ReferenceFailure
 
 from harness.conformance.needs import require
 
+# make test runs this module on one worker: its tokenizers and sessions load once, not on both
+pytestmark = pytest.mark.xdist_group("test_bpe")
+
 GOLDEN_BPE = ["command-r", "deepseek-coder", "deepseek-llm", "falcon", "gemma-4", "gpt-2", "llama-bpe",
               "mpt", "qwen2", "qwen35", "refact", "starcoder"]
 ALL_BPE = sorted(GOLDEN_BPE + ["aquila", "gpt-neox"])

@@ -28,6 +28,9 @@ from harness.tokenizer.gguf import GGUFValueType as T
 from harness.tokenizer.gguf.writer import write_gguf
 from tests.support.vocabs import K, bpe, spm
 
+# make test runs this module on one worker: its tokenizers and sessions load once, not on both
+pytestmark = pytest.mark.xdist_group("test_diagnosis")
+
 REPO = Path(__file__).resolve().parents[1]
 BY_NAME = {v.name: v for v in CATALOGUE}
 S = "\u2581"

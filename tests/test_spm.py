@@ -29,6 +29,9 @@ from reference import vocabs
 
 SPM_VOCABS = ["llama-spm", "phi-3", "baichuan"]
 from tests.support.agreement import FLAGS, mismatches, report  # noqa: E402  (tests/agreement.py)
+
+# make test runs this module on one worker: its tokenizers and sessions load once, not on both
+pytestmark = pytest.mark.xdist_group("test_spm")
 USER_DEFINED = 16
 
 # Adversarial texts; the number is the class in docs/known-port-bugs.md.

@@ -27,6 +27,9 @@ from reference import vocabs
 
 NAME = "nomic-bert-moe"
 from tests.support.agreement import FLAGS, mismatches, report  # noqa: E402  (tests/agreement.py)
+
+# make test runs this module on one worker: its tokenizers and sessions load once, not on both
+pytestmark = pytest.mark.xdist_group("test_ugm")
 USER_DEFINED = 16
 
 # Classes 18 (UNK on emoji), 20 (charsmap / remove_extra_whitespaces / '!!!!!!'), 21 (invalid UTF-8).
