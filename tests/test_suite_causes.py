@@ -50,6 +50,10 @@ def test_each_single_bug_mode_is_one_diagnosed_cause(pytester, monkeypatch, bug)
     example = report["causes"][0]["example"]
     assert len(example["text"]) <= 8 if example["text"] else len(example["reference_ids"]) <= 4, example
     assert report["totals"]["causes"] == 1 and report["causes"][0]["cases"] == report["totals"]["divergent_cases"]
+    # the engine's time on the one cause is all of the run's diagnosis time, by kind (issue 33)
+    spent, total = report["causes"][0]["diagnosis_seconds"], report["totals"]["diagnosis_seconds"]
+    assert spent.get("diagnose", 0) > 0 and set(spent) <= set(total), (spent, total)
+    assert all(abs(spent.get(k, 0) - v) <= 0.01 + 0.01 * v for k, v in total.items()), (spent, total)
 
 
 @pytest.mark.reference

@@ -165,12 +165,14 @@ class Cause:
     probed: tuple = ()  # a code-point cause's set probed: (code points that show it, those that do not)
     widened: tuple = ()  # keys of its variant bound to other values that explain some of its cases
     unjudged: tuple = ()  # explanations no fresh input of its check could test (another cell may confirm them)
+    seconds: Counter = field(default_factory=Counter)  # wall seconds spent on it: shrink, diagnose, ...
 
     def absorb(self, other: "Cause") -> None:
-        """Take over the cases of ``other`` (folded into this cause)."""
+        """Take over the cases of ``other`` (folded into this cause), and the time spent on it."""
         self.cases += other.cases
         self.replayed += other.replayed
         self.loci.update(other.loci)
+        self.seconds.update(other.seconds)
 
     def take(self, f, replayed: bool) -> None:
         """Count one more case of this cause."""
@@ -188,7 +190,8 @@ class Cause:
         """The finding carrying this cause's explanations and its case count."""
         return replace(self.finding, cases=self.cases, explanations=self.explanations, replayed=self.replayed,
                        predictions=self.predictions, loci=tuple(self.loci.most_common(LOCI)),
-                       triggers=self.triggers, probed=self.probed, widened=self.widened, unjudged=self.unjudged)
+                       triggers=self.triggers, probed=self.probed, widened=self.widened, unjudged=self.unjudged,
+                       seconds=tuple((k, round(v, 3)) for k, v in sorted(self.seconds.items())))
 
 
 class CauseFinder(Characteriser):
@@ -206,6 +209,7 @@ class CauseFinder(Characteriser):
         self.unattributed = 0  # divergent cases no cause took (past KEEP or MAX_CAUSES)
         self._rejected: set[str] = set()  # rebound keys whose predictions failed
         self.seconds: Counter = Counter()  # wall seconds spent shrinking, diagnosing, predicting, characterising
+        self._nested: list[float] = []  # seconds of the timed blocks inside each open one
 
     # --- the predicates -----------------------------------------------------------------
     def _explained(self, f) -> Cause | None:
@@ -221,7 +225,7 @@ class CauseFinder(Characteriser):
         key = rebind(cause.keys, f) if rebind else None
         if key is None or key in self._rejected:
             return False
-        with self._timed("predict"):
+        with self._timed("predict", cause):
             made, passed, predicts = self._predicts(key, f)
         if not predicts or (not made and self.ask):
             self._rejected.add(key)
@@ -247,11 +251,12 @@ class CauseFinder(Characteriser):
             if g is None or signature(g) != signature(f):
                 return None
             return None if self.diagnoser and self._explained(g) else g
+        spent: Counter = Counter()
         if self.shrink is not None:
-            with self._timed("shrink"):
+            with self._timed("shrink", spent=spent):
                 x = self.shrink(x, lambda c: diverges(c) is not None)
             f = diverges(x) or f
-        cause = Cause(x, f, signature(f))
+        cause = Cause(x, f, signature(f), seconds=spent)
         self.causes.append(cause)
         new.append(cause)
         return cause
@@ -261,16 +266,19 @@ class CauseFinder(Characteriser):
         asked) and up to CONFIRM of ``others`` that each reproduces, and that predict the port
         (:meth:`_predicts`)."""
         if found is None:
-            with self._timed("diagnose"):
+            with self._timed("diagnose", cause):
                 found = self.diagnoser.diagnose([cause.finding]) or self._after(cause)
-        found = self._discriminated(found[:PREDICTED_EXPLANATIONS], cause.finding)
+        with self._timed("predict", cause):
+            found = self._discriminated(found[:PREDICTED_EXPLANATIONS], cause.finding)
         kept, unjudged, made, passed = [], [], 0, 0
         for explanation in found:
             key = explanation[0]
-            confirm = [f for f in others if self.diagnoser.explains((key,), f)][:CONFIRM]
-            if confirm and not self.diagnoser.diagnose([cause.finding, *confirm]):
+            with self._timed("diagnose", cause):
+                confirm = [f for f in others if self.diagnoser.explains((key,), f)][:CONFIRM]
+                refuted = bool(confirm) and not self.diagnoser.diagnose([cause.finding, *confirm])
+            if refuted:
                 continue
-            with self._timed("predict"):
+            with self._timed("predict", cause):
                 n, ok, predicts = self._predicts(key, cause.finding)
             if predicts and (n or not self.ask):
                 kept.append(explanation)
@@ -295,15 +303,14 @@ class CauseFinder(Characteriser):
         if len(found) < 2 or not self.ask or discriminating is None:
             return found
         keys = [e[0] for e in found]
-        with self._timed("predict"):
-            alive = set(keys)
-            for x in discriminating(keys, f, PREDICT):
-                got = self.probe(f.check, x, None)
-                if got is UNANSWERED:
-                    continue
-                alive = {k for k in alive if self.diagnoser.answers(k, f, x, got)}
-                if not alive:
-                    break
+        alive = set(keys)  # (timed as prediction by the caller)
+        for x in discriminating(keys, f, PREDICT):
+            got = self.probe(f.check, x, None)
+            if got is UNANSWERED:
+                continue
+            alive = {k for k in alive if self.diagnoser.answers(k, f, x, got)}
+            if not alive:
+                break
         return tuple(e for e in found if e[0] in alive)
 
     def _predicts(self, key: str, f) -> tuple[int, int, bool]:
@@ -359,13 +366,23 @@ class CauseFinder(Characteriser):
         return own[0] + other[0], own[1] + other[1], 2 * other[1] > other[0] or not other[0]
 
     @contextmanager
-    def _timed(self, what: str):
-        """Add the wall time of the block to :attr:`seconds` under ``what`` (reported, never a budget)."""
+    def _timed(self, what: str, cause: Cause | None = None, spent: Counter | None = None):
+        """Add the wall time of the block to :attr:`seconds` under ``what``, and to the cause's
+        (or ``spent``, a cause's to be) when it is spent on one (reported, never a budget)."""
         start = time.perf_counter()
+        self._nested.append(0.0)
         try:
             yield
         finally:
-            self.seconds[what] += time.perf_counter() - start
+            elapsed = time.perf_counter() - start
+            inner = self._nested.pop()  # a timed block inside counts under its own name only
+            if self._nested:
+                self._nested[-1] += elapsed
+            elapsed -= inner
+            self.seconds[what] += elapsed
+            for own in (cause.seconds if cause is not None else None, spent):
+                if own is not None:
+                    own[what] += elapsed
 
     # --- one group ---------------------------------------------------------------------
     def settle(self, group: Group, signature: Callable) -> None:
@@ -386,14 +403,20 @@ class CauseFinder(Characteriser):
             self._diagnose(home, [f for _, f, _ in ordered])
         reached, diagnoses = 0, 1
         for x, f, replayed in ordered:
-            owner = self._explained(f) or self._met(f)
+            spent: Counter = Counter()  # replaying known causes on this case: its owner's time
+            with self._timed("attribute", spent=spent):
+                owner = self._explained(f) or self._met(f)
             if owner is None:
                 unexplained = next((c for c in new if not c.keys), None)
                 if len(new) >= MAX_CAUSES and unexplained is None:
                     self.unattributed += 1  # no budget left for another cause: counted apart
                     reached += 1
                     continue
-                if len(new) < MAX_CAUSES and diagnoses < DIAGNOSES and self.diagnoser.diagnose([f]):
+                named = False
+                if len(new) < MAX_CAUSES and diagnoses < DIAGNOSES:
+                    with self._timed("diagnose", spent=spent):
+                        named = bool(self.diagnoser.diagnose([f]))
+                if named:
                     diagnoses += 1
                     owner = self._seed(x, f, signature, new)
                     self._diagnose(owner, [])
@@ -407,6 +430,7 @@ class CauseFinder(Characteriser):
                         diagnoses += 1
                         self._diagnose(owner, [])
             owner.take(f, replayed)
+            owner.seconds.update(spent)
             reached += 1
         self.unattributed += group.count - reached  # past KEEP: never compared with a cause
 
@@ -427,13 +451,13 @@ class CauseFinder(Characteriser):
         out = self._folded()
         for c in out:
             if not c.keys and self.ask and isinstance(c.input, str):
-                with self._timed("characterise"):
+                with self._timed("characterise", c):
                     # where plain words fail too, every character would "fail by itself"
                     c.triggers = () if self._bland() else self._triggers(c.input)
                     if c.triggers and all(ord(x) > 0x7F for x in c.triggers) and self._non_ascii():
                         c.probed = (NON_ASCII, ())
             elif c.keys and self.ask:
-                with self._timed("characterise"):
+                with self._timed("characterise", c):
                     c.probed = self._probed(c)
         return out
 

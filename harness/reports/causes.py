@@ -51,6 +51,7 @@ class Cause:
     loci: Counter = field(default_factory=Counter)  # character or token at the divergence -> cases
 
     probed: tuple = ()  # (code points of its class that show it, that do not), from the engine's probes
+    seconds: Counter = field(default_factory=Counter)  # wall s the engine spent on it, summed over its findings
 
     @property
     def characterisation(self) -> str:
@@ -66,6 +67,7 @@ class Cause:
                 "cases": self.cases, "params": list(self.params),
                 "predictions": list(self.predictions), "characterisation": self.characterisation,
                 "probed": [list(x) for x in self.probed],
+                "diagnosis_seconds": {k: round(v, 3) for k, v in sorted(self.seconds.items())},
                 "loci": [[k, n] for k, n in sorted(self.loci.items(), key=lambda kv: (-kv[1], str(kv[0])))[:200]],
                 "cells": [{"vocab": v, "check": c, "flags": f} for v, c, f in self.cells]}
 
@@ -415,6 +417,8 @@ def group_causes(findings: list[Finding]) -> list[Cause]:
                       sum(findings[k].cases for k in idx), params,
                       (sum(m[0] for m in made), sum(m[1] for m in made)) if made else (), loci,
                       (tuple(sorted(shows)), tuple(sorted(not_))) if shows or not_ else ())
+        for k in idx:
+            cause.seconds.update(dict(findings[k].seconds))
         if len(params) > 1:
             cause.title = over_params(title, params)
         causes.append(cause)

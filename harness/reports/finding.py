@@ -30,6 +30,7 @@ Its JSON (:meth:`Finding.to_json`) is one entry of ``conformance.json``'s
      "probed": [[str], [str]],                           # a code-point cause's class probed: shows it, does not
      "widened": [str],                                   # its variant bound to other values, each for some cases
      "unjudged": [{"key", "title", "rule"}],             # explanations no input of its check could test
+     "diagnosis_seconds": {str: float},                  # wall s spent on its cause: shrink, diagnose, predict, ...
      "cause": str,                                       # its cause's id (conformance.json's causes)
      "repro": str}           # one-line command printing the same diff
 
@@ -94,6 +95,9 @@ class Finding:
     # Explanations that reproduce it but that no fresh input of its check could test (the variant
     # parts from llama.cpp on this one token alone): named only where another finding confirms them.
     unjudged: tuple = ()
+    # Wall seconds the engine spent on its cause in its test: ((what, seconds), ...) for shrink,
+    # diagnose, predict and characterise (harness.engine.causes), so a slow catalogue shows.
+    seconds: tuple = ()
 
     @property
     def diagnosis(self) -> tuple[str, ...]:
@@ -142,6 +146,7 @@ class Finding:
                "predictions": list(self.predictions), "loci": [list(x) for x in self.loci],
                "triggers": list(self.triggers), "probed": [list(x) for x in self.probed], "widened": list(self.widened),
                "unjudged": [{"key": k, "title": t, "rule": r} for k, t, r in self.unjudged],
+               "diagnosis_seconds": dict(self.seconds),
                "pieces": {str(k): v.hex() for k, v in self.pieces.items()},
                "port_pieces": {str(k): v.hex() for k, v in self.port_pieces.items()},
                "repro": self.repro}
@@ -182,6 +187,7 @@ class Finding:
                    triggers=tuple(obj.get("triggers", ())),
                    probed=tuple(tuple(x) for x in obj.get("probed", ())),
                    widened=tuple(obj.get("widened", ())),
-                   unjudged=tuple((e["key"], e["title"], e["rule"]) for e in obj.get("unjudged", ())))
+                   unjudged=tuple((e["key"], e["title"], e["rule"]) for e in obj.get("unjudged", ())),
+                   seconds=tuple(obj.get("diagnosis_seconds", {}).items()))
 
 

@@ -20,7 +20,7 @@ JSON schema of ``conformance.json`` (version 3)::
              "derived": {"derived:<name>": {"kind", "derived_from", "description", "sha256"}}},
      "totals": {"cases", "causes", "divergences", "divergent_cases", "port_errors", "errors",
                 "unsupported_cases", "not_checked_cases", "capped_cases", "unattributed_cases", "restarts", "port_deaths", "port_deaths_by_kind",
-                "diagnosis_seconds": {"shrink", "diagnose", "predict", "characterise"},   # worker seconds
+                "diagnosis_seconds": {"shrink", "diagnose", "predict", "characterise", "attribute"},   # worker seconds
                 "replayed_inputs", "replayed_findings", "scaling_runs", "slow_runs",
                 "cells_by_outcome": {outcome: int}},   # by all of a cell's outcomes: "error + divergence"
      "causes": [                 # the unit of the report: one per bug (harness/reports/causes.py)
@@ -33,6 +33,8 @@ JSON schema of ``conformance.json`` (version 3)::
          "params": [str],                         # the variant's parameter values it holds (one cause for all)
          "predictions": [made, passed],           # fresh inputs its diagnosis predicted ([]: none asked)
          "characterisation": str,                 # what its cases show at the divergence
+         "diagnosis_seconds": {str: float},       # wall s spent on it: shrink, diagnose, predict, characterise,
+                                                  # attribute (its cases matched against the known causes)
          "loci": [[str|int, int]]}],              # code point or token id there, with its cases
      "cells": [                  # the port's: one per vocab, check and flag combination
         {"vocab": str, "check": str, "flags": "plain"|"parse"|"add"|"add_parse",
@@ -42,7 +44,7 @@ JSON schema of ``conformance.json`` (version 3)::
          "port_errors": int, "port_error_cases": int, "unsupported": int,
          "not_checked": int, "capped": int, "errors": int, "replayed": int,
          "unattributed": int,    # divergent cases no cause took within the count budgets
-         "diagnosis_seconds": {"shrink", "diagnose", "predict", "characterise"},  # wall s in this test
+         "diagnosis_seconds": {"shrink", "diagnose", "predict", "characterise", "attribute"},  # wall s in this test
          "restarts": int, "deaths": int, "seconds": float,
          "scaling_runs": int, "slow": int,   # encode cells that timed runs: how many, how many slow
          "unsupported_reason": str, "error": str, "error_at": str,
@@ -313,6 +315,9 @@ class RunReport:
                    if c.diagnosis and c.predictions else "")]
         if c.characterisation:
             body.append(f"  shows at: {c.characterisation}")
+        if c.seconds:
+            body.append(f"  engine time: {sum(c.seconds.values()):.1f} s ("
+                        + ", ".join(f"{k} {v:.1f}" for k, v in sorted(c.seconds.items())) + ")")
         body += [f"  shows in: {c.where()}", f"  cases: {c.cases} divergent case(s), "
                  f"{len(c.findings)} finding(s); the smallest:", text_block(self.findings[c.example])]
         if others:
