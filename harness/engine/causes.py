@@ -15,16 +15,18 @@ groups, in order, into the test's causes:
    digits split and NBSP read as a space); one that nothing explains seeds a new cause
    when it is diagnosable, or when the group has no unexplained cause yet: shrunk with
    its own predicate, then diagnosed. So two bugs behind one first divergent character
-   come out as two causes (at most :data:`MAX_CAUSES` new causes per group);
+   come out as two causes (at most :data:`MAX_CAUSES` new causes per group). A case only
+   an explanation an earlier test of the vocab confirmed reproduces goes to a cause named by
+   it (the vocab's diagnoser is shared by its tests: :meth:`CauseFinder._adopted`);
 3. at the end, an unexplained cause whose example two known causes reproduce together
    is folded into them, and one that a known cause's undo leaves to a catalogue variant is
    named by it (two bugs at once, the second met before the first was known).
 
 A diagnosis must *predict*: a variant that reproduces the shrunk case (and up to
 :data:`CONFIRM` kept cases) names the cause only if the port answers as the variant does on
-:data:`PREDICT` fresh inputs where the variant and llama.cpp disagree
+:data:`~harness.engine.predicting.PREDICT` fresh inputs where the variant and llama.cpp disagree
 (:meth:`Diagnoser.predictions`: the same input in other contexts, nearby and same-type
-tokens, other special tokens; up to :data:`OTHER_FLAGS` of them under the check's other
+tokens, other special tokens; up to :data:`~harness.engine.predicting.OTHER_FLAGS` of them under the check's other
 flag combinations, where the hunt offers a ``probe``). A variant that fitted one short case by chance mispredicts and is dropped; the
 cause is then named by the next variant that predicts, or stays unexplained. An input on which
 the port parts from llama.cpp before the variant does is no evidence either way (the port met
@@ -53,9 +55,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Protocol
 
 from harness.engine.characterise import UNANSWERED, Characteriser
+from harness.engine.predicting import Predictor
 from harness.engine.signature import locus
 from harness.reports.triggers import NON_ASCII
-from harness.reports.finding import BYTE_CHECKS
 
 #: Divergent cases kept (with their findings) per signature group; the rest are counted.
 KEEP = 2000
@@ -67,16 +69,6 @@ MAX_CAUSES = 4
 DIAGNOSES = 12
 #: Loci kept per cause (most frequent first) for its characterisation.
 LOCI = 200
-#: Fresh inputs a diagnosis must predict to name a cause (see the module docstring).
-PREDICT = 8
-#: Of those, inputs under the check's other flag combinations (a variant about a flag must hold there too).
-OTHER_FLAGS = 3
-#: An explanation with fewer own-flag predictions than this is narrow: it is held to agreements too.
-NARROW = 2
-#: Inputs around a narrow explanation's case where it agrees with llama.cpp, asked of the port.
-AGREEMENTS = 3
-#: Explanations of one shrunk case tested by predictions (the catalogue's first ones).
-PREDICTED_EXPLANATIONS = 3
 
 
 class Diagnoser(Protocol):
@@ -115,8 +107,18 @@ class Diagnoser(Protocol):
         """The explanations of what is left of the findings' port answers once a known
         explanation that adds or drops tokens of its own (``known``) is undone."""
 
+    def wrapped(self, keys: tuple[str, ...], finding) -> bool:
+        """Whether one of the explanations that only add or drop tokens of their own at the ends
+        (a forced BOS) reproduces the port's output on ``finding``."""
+
     def together(self, keys: list[tuple[str, ...]], finding) -> int | None:
         """The index of the known cause that, met with another, reproduces ``finding``."""
+
+    def confirm(self, check: str, explanations: tuple) -> None:
+        """Note explanations this test named after its predictions, for the vocab's later tests."""
+
+    def confirmed(self, check: str) -> dict[str, tuple]:
+        """``{key: explanation}`` that earlier tests of this vocab confirmed for ``check``'s family."""
 
 
 def _size(x) -> int:
@@ -165,6 +167,10 @@ class Cause:
     probed: tuple = ()  # a code-point cause's set probed: (code points that show it, those that do not)
     widened: tuple = ()  # keys of its variant bound to other values that explain some of its cases
     unjudged: tuple = ()  # explanations no fresh input of its check could test (another cell may confirm them)
+    # explanations whose predictions failed in this test (its port's other bugs met them), each with
+    # its (made, passed), kept only when it reproduces every case of the cause: another cell may confirm it
+    refuted: tuple = ()
+    taken: list = field(default_factory=list)  # the findings of its cases
     seconds: Counter = field(default_factory=Counter)  # wall seconds spent on it: shrink, diagnose, ...
 
     def absorb(self, other: "Cause") -> None:
@@ -172,12 +178,14 @@ class Cause:
         self.cases += other.cases
         self.replayed += other.replayed
         self.loci.update(other.loci)
+        self.taken += other.taken
         self.seconds.update(other.seconds)
 
     def take(self, f, replayed: bool) -> None:
         """Count one more case of this cause."""
         self.cases += 1
         self.replayed += replayed
+        self.taken.append(f)
         spot = locus(f)
         if spot is not None:
             self.loci[spot] += 1
@@ -191,10 +199,11 @@ class Cause:
         return replace(self.finding, cases=self.cases, explanations=self.explanations, replayed=self.replayed,
                        predictions=self.predictions, loci=tuple(self.loci.most_common(LOCI)),
                        triggers=self.triggers, probed=self.probed, widened=self.widened, unjudged=self.unjudged,
+                       refuted=self.refuted,
                        seconds=tuple((k, round(v, 3)) for k, v in sorted(self.seconds.items())))
 
 
-class CauseFinder(Characteriser):
+class CauseFinder(Characteriser, Predictor):
     """The causes of one test, from its signature groups (see the module docstring)."""
 
     def __init__(self, rerun: Callable, shrink: Callable | None, diagnoser: Diagnoser | None,
@@ -205,6 +214,7 @@ class CauseFinder(Characteriser):
         # asked of the port (default: rerun, which cannot tell a port error from agreement)
         self.probe = probe or (lambda check, x, flags: self.rerun(x))
         self.other_flags = other_flags  # the probe can run the check under other flag combinations
+        self.adopt = ask  # causes other tests of the vocab confirmed may take this test's cases
         self.causes: list[Cause] = []
         self.unattributed = 0  # divergent cases no cause took (past KEEP or MAX_CAUSES)
         self._rejected: set[str] = set()  # rebound keys whose predictions failed
@@ -236,12 +246,43 @@ class CauseFinder(Characteriser):
         return True
 
     def _met(self, f) -> Cause | None:
-        """The known cause that, met with another known cause, reproduces ``f``."""
+        """The known cause that, met with another known cause, reproduces ``f`` (the other may be
+        one an earlier test of the vocab confirmed, :meth:`_elsewhere`)."""
         explained = [c for c in self.causes if c.keys]
         if not explained:  # one known cause may meet a bug the catalogue names from what it leaves
             return None
-        k = self.diagnoser.together([c.keys for c in explained], f)
-        return None if k is None else explained[k]
+        k = self.diagnoser.together([c.keys for c in explained] + [(e,) for e in self._elsewhere(f)], f)
+        return None if k is None or k >= len(explained) else explained[k]
+
+    def _elsewhere(self, f) -> list[str]:
+        """Keys an earlier test of this vocab named after its predictions that no cause of this
+        test has yet (:meth:`Diagnoser.confirmed`)."""
+        if not self.adopt:
+            return []
+        mine = {k for c in self.causes for k in c.keys}
+        return [k for k in self.diagnoser.confirmed(f.check) if k not in mine]
+
+    def _adopted(self, x, f, signature, new: list[Cause]) -> Cause | None:
+        """A new cause for ``f`` named by an explanation an earlier test of this vocab confirmed,
+        when that explanation alone reproduces it: candle's llama-bpe ``->`` read as `` ->`` in the
+        known texts, whose predictions there meet the port's GPT-2 regex too, is the prefix space
+        its encode test named on 48 fresh inputs. Its predictions are that test's; the example is
+        shrunk while the explanation reproduces it."""
+        key = next((k for k in self._elsewhere(f) if self.diagnoser.explains((k,), f)), None)
+        if key is None:
+            return None
+        def reproduced(c):
+            g = self.rerun(c)
+            return g is not None and signature(g) == signature(f) and self.diagnoser.explains((key,), g)
+        spent: Counter = Counter()
+        if self.shrink is not None:
+            with self._timed("shrink", spent=spent):
+                x = self.shrink(x, reproduced)
+            f = self.rerun(x) or f
+        cause = Cause(x, f, signature(f), explanations=(self.diagnoser.confirmed(f.check)[key],), seconds=spent)
+        self.causes.append(cause)
+        new.append(cause)
+        return cause
 
     def _seed(self, x, f, signature, new: list[Cause]) -> Cause:
         """A new cause from ``x``: shrunk while it diverges with ``signature`` and no known
@@ -269,8 +310,8 @@ class CauseFinder(Characteriser):
             with self._timed("diagnose", cause):
                 found = self.diagnoser.diagnose([cause.finding]) or self._after(cause)
         with self._timed("predict", cause):
-            found = self._discriminated(found[:PREDICTED_EXPLANATIONS], cause.finding)
-        kept, unjudged, made, passed = [], [], 0, 0
+            found = self._sided_with(found, cause.finding)
+        kept, unjudged, failed, made, passed = [], [], [], 0, 0
         for explanation in found:
             key = explanation[0]
             with self._timed("diagnose", cause):
@@ -285,7 +326,10 @@ class CauseFinder(Characteriser):
                 made, passed = made + n, passed + ok  # the accepted explanations' predictions
             elif predicts:
                 unjudged.append(explanation)
+            else:
+                failed.append((*explanation, (n, ok)))
         cause.explanations, cause.unjudged = tuple(kept), (() if kept else tuple(unjudged))
+        cause.refuted = () if kept else tuple(failed)
         cause.predictions = (made, passed) if self.ask else ()
 
     def _after(self, cause: Cause) -> tuple:
@@ -293,77 +337,6 @@ class CauseFinder(Characteriser):
         port's answer with the known cause undone (:meth:`Diagnoser.diagnose_after`)."""
         known = [k for c in self.causes if c is not cause for k in c.keys]
         return self.diagnoser.diagnose_after(known, [cause.finding]) if known else ()
-
-    def _discriminated(self, found: tuple, f) -> tuple:
-        """Of explanations that all fit ``f``, those the port sides with on inputs where they
-        answer differently from each other (:meth:`Diagnoser.discriminating`): two variants
-        that fit one case by sharing one code point are told apart by the others. All of
-        them when the port cannot be asked or no such input exists."""
-        discriminating = getattr(self.diagnoser, "discriminating", None)
-        if len(found) < 2 or not self.ask or discriminating is None:
-            return found
-        keys = [e[0] for e in found]
-        alive = set(keys)  # (timed as prediction by the caller)
-        for x in discriminating(keys, f, PREDICT):
-            got = self.probe(f.check, x, None)
-            if got is UNANSWERED:
-                continue
-            alive = {k for k in alive if self.diagnoser.answers(k, f, x, got)}
-            if not alive:
-                break
-        return tuple(e for e in found if e[0] in alive)
-
-    def _predicts(self, key: str, f) -> tuple[int, int, bool]:
-        """``(made, passed, predicts)``: the explanation's predictions asked of the port, how many
-        the port answered as the explanation does, and whether that is enough. It predicts when every one under the cell's own
-        flags passes (it stops at the first miss) and most of those under other flag
-        combinations do: there a second bug of that combination (a port that forgets its forced
-        BOS on an empty text, say) may answer one of them, and where the port parts from
-        llama.cpp in another way the prediction tells nothing and is not counted. Nothing is
-        asked of a port that went down (it predicts nothing then, and is kept unrefuted)."""
-        if not self.ask:
-            return 0, 0, True
-        own = [0, 0]
-        other = [0, 0]
-        known = tuple(k for c in self.causes for k in c.keys if k != key)  # bugs a prediction may also meet
-        for x, flags in self.diagnoser.predictions(key, f, PREDICT, OTHER_FLAGS if self.other_flags else 0):
-            got = self.probe(f.check, x, flags)
-            if got is UNANSWERED:
-                continue  # unsupported or a port error: no evidence either way
-            ok = self.diagnoser.predicted(key, x, got, known)
-            if ok is None:
-                continue  # the port parted from llama.cpp before the variant's claim: no evidence
-            if flags is not None:
-                if got is not None and not ok and not (known and self.diagnoser.explains(known, got)):
-                    continue  # the port parts from llama.cpp in another way there: no evidence
-                # (where a known cause alone gives the port's answer, the variant's own claim did
-                # not show: evidence against it, as a port that agrees with llama.cpp is)
-                other[0] += 1
-                other[1] += ok
-                continue
-            own[0] += 1
-            if not ok:
-                return own[0] + other[0], own[1] + other[1], False
-            own[1] += 1
-        # An explanation also claims the port is right where it agrees with llama.cpp: a narrow
-        # one around its case, any one where a wider defect of its kind shows (the rest of a
-        # table's class, a character over two tokens). Where the port parts from llama.cpp there
-        # the same way, the defect is wider than the explanation ("no BOS on an empty text" for
-        # no BOS at all, "U+1343D is unassigned" for every format control kept, lossy UTF-8 for
-        # lossy per token).
-        # A port that parts from llama.cpp on every non-ASCII code point (its input) is wider
-        # than any explanation that leaves some of them as llama.cpp has them.
-        if isinstance(f.text, str) and f.check not in BYTE_CHECKS and self._non_ascii() and any(
-                self.diagnoser.agrees(key, f, c) for c in NON_ASCII):
-            return own[0] + other[0] + 1, own[1] + other[1], False
-        for x in self.diagnoser.agreements(key, f, AGREEMENTS, targeted=own[0] >= NARROW):
-            got = self.probe(f.check, x, None)
-            if got is UNANSWERED or got is None:
-                continue
-            mine, theirs = tuple(self._signature(got)), tuple(self._signature(f))
-            if mine[:1] + mine[2:] == theirs[:1] + theirs[2:]:  # the same difference, whatever the edit
-                return own[0] + other[0] + 1, own[1] + other[1], False
-        return own[0] + other[0], own[1] + other[1], 2 * other[1] > other[0] or not other[0]
 
     @contextmanager
     def _timed(self, what: str, cause: Cause | None = None, spent: Counter | None = None):
@@ -405,7 +378,7 @@ class CauseFinder(Characteriser):
         for x, f, replayed in ordered:
             spent: Counter = Counter()  # replaying known causes on this case: its owner's time
             with self._timed("attribute", spent=spent):
-                owner = self._explained(f) or self._met(f)
+                owner = self._explained(f) or self._met(f) or self._adopted(x, f, signature, new)
             if owner is None:
                 unexplained = next((c for c in new if not c.keys), None)
                 if len(new) >= MAX_CAUSES and unexplained is None:
@@ -450,6 +423,12 @@ class CauseFinder(Characteriser):
                 self._diagnose(c, [])
         out = self._folded()
         for c in out:
+            if c.keys and c.predictions and c.predictions[0]:
+                self.diagnoser.confirm(c.finding.check, c.explanations)
+            if c.refuted:
+                with self._timed("attribute", c):
+                    c.refuted = tuple(r for r in c.refuted
+                                      if all(self.diagnoser.explains((r[0],), f) for f in c.taken))
             if not c.keys and self.ask and isinstance(c.input, str):
                 with self._timed("characterise", c):
                     # where plain words fail too, every character would "fail by itself"

@@ -106,6 +106,9 @@ class Explainer:
         # variant is judged on the text that cause makes ("a" with a space put before it)
         self._before: dict[str, tuple] = {}
         self._titles: dict[str, tuple] = {}  # a rebound key -> its (key, title, rule)
+        # check family -> {key: (key, title, rule)}: explanations a finished test of this vocab
+        # named after the port passed their predictions (:meth:`confirm`)
+        self._confirmed: dict[str, dict[str, tuple]] = {}
 
     @cached_property
     def tok(self):
@@ -255,6 +258,25 @@ class Explainer:
         cause holds the set of its parameters, not one cause per value."""
         case = self.case_of(f)
         return any(self._reproduces(k, case) for k in keys)
+
+    def confirm(self, check: str, explanations: tuple) -> None:
+        """Note explanations a test of ``check`` named after its predictions: the vocab's later
+        tests (the same port, this process) may give them the cases they reproduce."""
+        from harness.diagnosis.base import family
+        mine = self._confirmed.setdefault(family(check), {})
+        for e in explanations:
+            mine.setdefault(e[0], e)
+
+    def confirmed(self, check: str) -> dict[str, tuple]:
+        """The explanations earlier tests of this vocab confirmed for the family of ``check``."""
+        from harness.diagnosis.base import family
+        return self._confirmed.get(family(check), {})
+
+    def wrapped(self, keys: tuple[str, ...], f: Finding) -> bool:
+        """Whether one of the explanations ``keys`` that only adds or drops tokens of its own at
+        the ends (a variant with an ``undo``: a forced BOS, a missing EOS) reproduces ``f``: the
+        port's answer there says nothing about the text between them."""
+        return self.explains(tuple(k for k in keys if getattr(self._bound.get(k), "undo", None)), f)
 
     def rebind(self, keys: tuple[str, ...], f: Finding) -> str | None:
         """For a variant of ``keys`` with a free parameter: the key of the same variant bound to

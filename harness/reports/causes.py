@@ -351,7 +351,9 @@ def confirm_elsewhere(findings: list[Finding]) -> None:
     """Give an unexplained finding the explanation it could not be tested on in its own cell
     (:attr:`Finding.unjudged`) where another finding of the same vocab was named by that very
     explanation after its predictions: qwen2's '</s>' left NORMAL shows in a piece cell only on
-    that one token, and in the encode and decode cells on fresh inputs. In place.
+    that one token, and in the encode and decode cells on fresh inputs. Likewise an explanation
+    of every case of the finding whose predictions failed in its own cell, where the port's other
+    bugs met them (:attr:`Finding.refuted`): named with those predictions counted. In place.
 
     >>> from harness.reports.finding import Divergence
     >>> e = ("token_types_not_overridden", "t", "r")
@@ -366,6 +368,12 @@ def confirm_elsewhere(findings: list[Finding]) -> None:
             have = tuple(e for e in f.unjudged if (f.vocab, e[0]) in confirmed)
             if have:
                 findings[k] = replace(f, explanations=have, unjudged=())
+        elif not f.explanations and f.refuted:
+            # the port sided with it on most of its predictions here, missing only where another bug met them
+            have = tuple(e for e in f.refuted if (f.vocab, e[0]) in confirmed and 0 < e[3][0] <= 2 * e[3][1])
+            if have:
+                made = tuple(sum(e[3][i] for e in have) for i in (0, 1))
+                findings[k] = replace(f, explanations=tuple(e[:3] for e in have), predictions=made, refuted=())
 
 
 def group_causes(findings: list[Finding]) -> list[Cause]:

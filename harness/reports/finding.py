@@ -30,6 +30,7 @@ Its JSON (:meth:`Finding.to_json`) is one entry of ``conformance.json``'s
      "probed": [[str], [str]],                           # a code-point cause's class probed: shows it, does not
      "widened": [str],                                   # its variant bound to other values, each for some cases
      "unjudged": [{"key", "title", "rule"}],             # explanations no input of its check could test
+     "refuted": [{"key", "title", "rule", "predictions"}], # explanations of every case whose predictions failed here
      "diagnosis_seconds": {str: float},                  # wall s spent on its cause: shrink, diagnose, predict, ...
      "cause": str,                                       # its cause's id (conformance.json's causes)
      "repro": str}           # one-line command printing the same diff
@@ -95,6 +96,11 @@ class Finding:
     # Explanations that reproduce it but that no fresh input of its check could test (the variant
     # parts from llama.cpp on this one token alone): named only where another finding confirms them.
     unjudged: tuple = ()
+    # Explanations that reproduce every case of its cause but whose predictions failed in its test,
+    # ((key, title, rule, (made, passed)), ...): the port's other bugs met them there (a prefix space
+    # predicted on 'a-b' by a port that also splits with GPT-2's regex). Named only where another
+    # finding of the vocab confirms them, with these predictions counted.
+    refuted: tuple = ()
     # Wall seconds the engine spent on its cause in its test: ((what, seconds), ...) for shrink,
     # diagnose, predict and characterise (harness.engine.causes), so a slow catalogue shows.
     seconds: tuple = ()
@@ -146,6 +152,7 @@ class Finding:
                "predictions": list(self.predictions), "loci": [list(x) for x in self.loci],
                "triggers": list(self.triggers), "probed": [list(x) for x in self.probed], "widened": list(self.widened),
                "unjudged": [{"key": k, "title": t, "rule": r} for k, t, r in self.unjudged],
+               "refuted": [{"key": k, "title": t, "rule": r, "predictions": list(p)} for k, t, r, p in self.refuted],
                "diagnosis_seconds": dict(self.seconds),
                "pieces": {str(k): v.hex() for k, v in self.pieces.items()},
                "port_pieces": {str(k): v.hex() for k, v in self.port_pieces.items()},
@@ -188,6 +195,8 @@ class Finding:
                    probed=tuple(tuple(x) for x in obj.get("probed", ())),
                    widened=tuple(obj.get("widened", ())),
                    unjudged=tuple((e["key"], e["title"], e["rule"]) for e in obj.get("unjudged", ())),
+                   refuted=tuple((e["key"], e["title"], e["rule"], tuple(e["predictions"]))
+                                 for e in obj.get("refuted", ())),
                    seconds=tuple(obj.get("diagnosis_seconds", {}).items()))
 
 
