@@ -79,10 +79,10 @@ class Diagnoser:
     def wrapped(self, keys, f):
         return False  # no planted bug adds tokens of its own
 
-    def confirm(self, check, explanations):
+    def confirm(self, explanations):
         self.known.update((e[0], e) for e in explanations)
 
-    def confirmed(self, check):
+    def confirmed(self):
         return self.known
 
     def together(self, keys, f):
@@ -558,3 +558,19 @@ def test_an_agreement_a_known_wrapper_bug_spoils_is_no_sign_of_a_wider_defect():
     assert finder._predicts("x_as_y", run("x"))[2]
     finder.causes[0] = SimpleNamespace(keys=("nfc",))
     assert not finder._predicts("x_as_y", run("x"))[2]
+
+
+def test_predictions_are_judged_with_the_bugs_earlier_tests_of_the_vocab_confirmed():
+    """transformers-js on phi-3 prints ``</s>`` where llama.cpp prints nothing; a decode
+    prediction that swaps the BOS for ``</s>`` meets that bug too. Once an earlier test of the
+    vocab confirmed it, the prediction is judged with it (:meth:`Diagnoser.predicted`'s known)."""
+    seen = []
+
+    class Recording(Diagnoser):
+        def predicted(self, key, x, got, known=()):
+            seen.append(known)
+            return super().predicted(key, x, got, known)
+    d = Recording(("x_as_y",))
+    d.confirm((("drops_z", "bug drops_z", "rule drops_z"),))
+    CauseFinder(run, None, d, probe=lambda check, x, flags: run(x))._predicts("x_as_y", run("x"))
+    assert seen and all(k == ("drops_z",) for k in seen)

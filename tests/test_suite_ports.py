@@ -281,6 +281,23 @@ def test_loadgroup_keeps_each_vocab_on_one_worker(pytester, monkeypatch):
     assert set(workers) == {"gpt-2", "qwen2"} and all(len(w) == 1 for w in workers.values()), workers
 
 
+def test_a_vocabs_encodes_run_before_its_decodes_and_pieces(pytester, monkeypatch):
+    """On its worker a vocab's checks run encodes first, so the causes they confirm (a token's
+    type, a prefix space) are known to its decode and piece tests (harness.engine.causes)."""
+    import re
+    from harness.conformance.suite.conftest import CHECK_ORDER
+    monkeypatch.setenv("LLAMA_CONFORMANCE_CACHE", str(CACHE))
+    require(__import__("reference.build", fromlist=["artifacts"]).artifacts)
+    monkeypatch.setenv("VOCABS", "gpt-2 qwen2")
+    result = pytester.runpytest_subprocess(str(SUITE), "-p", "harness.conformance.plugin", "--collect-only",
+                                           "-q", "-p", "no:cacheprovider")
+    items = re.findall(r"::(test_\w+)\[(gpt-2|qwen2)\b", result.stdout.str())
+    for vocab in ("gpt-2", "qwen2"):
+        checks = [t for t, v in items if v == vocab]
+        assert set(checks) == set(CHECK_ORDER), result.stdout.str()[-2000:]
+        assert sorted(checks, key=CHECK_ORDER.index) == checks, checks
+
+
 def test_an_empty_profile_variable_means_the_default(monkeypatch):
     """make exports unset variables as empty strings: HYPOTHESIS_PROFILE= must not crash the suite."""
     from hypothesis import settings as hsettings

@@ -97,14 +97,15 @@ class DecodeVocabVariant(BytesVariant):
                                           unparse_special=unparse)
 
 
-def _drop_bos(tok, ids, remove, unparse):
+def _drop_unprinted_lead(tok, ids, remove, unparse):
     """The leading tokens the output does not print taken off (a BOS remove_special removes,
     control and unknown tokens without unparse_special), so the first printed word is the first
     piece: Hugging Face's decoders strip its space there, llama.cpp only the first token's.
 
     >>> from types import SimpleNamespace as NS
     >>> tok = NS(vocab=NS(bos=1, add_bos=True, attrs=[1, 8, 4, 8]))  # unk, control, normal, control
-    >>> _drop_bos(tok, [1, 3, 2, 3], False, False), _drop_bos(tok, [1, 2], True, True), _drop_bos(tok, [3, 2], False, True)
+    >>> drop = _drop_unprinted_lead
+    >>> drop(tok, [1, 3, 2, 3], False, False), drop(tok, [1, 2], True, True), drop(tok, [3, 2], False, True)
     ([2, 3], [2], [3, 2])
     """
     v = tok.vocab
@@ -142,7 +143,7 @@ LEADING_SPACE_STRIPPED_AFTER_BOS = DecodeVocabVariant(
     rule=f"strips only the first token's leading space: a word after a removed BOS or a control token "
          f"printed as nothing keeps its space ({DETOKENIZE})",
     checks=("decode",), shipped_by="known-port-bugs 24 (leading-space strip after BOS)",
-    changes=lambda v: {"add_bos": False}, prepare=_drop_bos,
+    changes=lambda v: {"add_bos": False}, prepare=_drop_unprinted_lead,
     needs=lambda tok: tok.vocab.add_space_prefix and tok.vocab.add_bos and tok.vocab.bos is not None,
     headline="decode strips the leading space after a BOS or control token it does not print")
 

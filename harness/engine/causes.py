@@ -114,11 +114,11 @@ class Diagnoser(Protocol):
     def together(self, keys: list[tuple[str, ...]], finding) -> int | None:
         """The index of the known cause that, met with another, reproduces ``finding``."""
 
-    def confirm(self, check: str, explanations: tuple) -> None:
+    def confirm(self, explanations: tuple) -> None:
         """Note explanations this test named after its predictions, for the vocab's later tests."""
 
-    def confirmed(self, check: str) -> dict[str, tuple]:
-        """``{key: explanation}`` that earlier tests of this vocab confirmed for ``check``'s family."""
+    def confirmed(self) -> dict[str, tuple]:
+        """``{key: explanation}`` that earlier tests of this vocab confirmed."""
 
 
 def _size(x) -> int:
@@ -235,7 +235,7 @@ class CauseFinder(Characteriser, Predictor):
         key = rebind(cause.keys, f) if rebind else None
         if key is None or key in self._rejected:
             return False
-        with self._timed("predict", cause):
+        with self._timed("predict", cause.seconds):
             made, passed, predicts = self._predicts(key, f)
         if not predicts or (not made and self.ask):
             self._rejected.add(key)
@@ -251,16 +251,16 @@ class CauseFinder(Characteriser, Predictor):
         explained = [c for c in self.causes if c.keys]
         if not explained:  # one known cause may meet a bug the catalogue names from what it leaves
             return None
-        k = self.diagnoser.together([c.keys for c in explained] + [(e,) for e in self._elsewhere(f)], f)
+        k = self.diagnoser.together([c.keys for c in explained] + [(e,) for e in self._elsewhere()], f)
         return None if k is None or k >= len(explained) else explained[k]
 
-    def _elsewhere(self, f) -> list[str]:
+    def _elsewhere(self) -> list[str]:
         """Keys an earlier test of this vocab named after its predictions that no cause of this
         test has yet (:meth:`Diagnoser.confirmed`)."""
         if not self.adopt:
             return []
         mine = {k for c in self.causes for k in c.keys}
-        return [k for k in self.diagnoser.confirmed(f.check) if k not in mine]
+        return [k for k in self.diagnoser.confirmed() if k not in mine]
 
     def _adopted(self, x, f, signature, new: list[Cause]) -> Cause | None:
         """A new cause for ``f`` named by an explanation an earlier test of this vocab confirmed,
@@ -268,7 +268,7 @@ class CauseFinder(Characteriser, Predictor):
         known texts, whose predictions there meet the port's GPT-2 regex too, is the prefix space
         its encode test named on 48 fresh inputs. Its predictions are that test's; the example is
         shrunk while the explanation reproduces it."""
-        key = next((k for k in self._elsewhere(f) if self.diagnoser.explains((k,), f)), None)
+        key = next((k for k in self._elsewhere() if self.diagnoser.explains((k,), f)), None)
         if key is None:
             return None
         def reproduced(c):
@@ -276,10 +276,10 @@ class CauseFinder(Characteriser, Predictor):
             return g is not None and signature(g) == signature(f) and self.diagnoser.explains((key,), g)
         spent: Counter = Counter()
         if self.shrink is not None:
-            with self._timed("shrink", spent=spent):
+            with self._timed("shrink", spent):
                 x = self.shrink(x, reproduced)
             f = self.rerun(x) or f
-        cause = Cause(x, f, signature(f), explanations=(self.diagnoser.confirmed(f.check)[key],), seconds=spent)
+        cause = Cause(x, f, signature(f), explanations=(self.diagnoser.confirmed()[key],), seconds=spent)
         self.causes.append(cause)
         new.append(cause)
         return cause
@@ -294,7 +294,7 @@ class CauseFinder(Characteriser, Predictor):
             return None if self.diagnoser and self._explained(g) else g
         spent: Counter = Counter()
         if self.shrink is not None:
-            with self._timed("shrink", spent=spent):
+            with self._timed("shrink", spent):
                 x = self.shrink(x, lambda c: diverges(c) is not None)
             f = diverges(x) or f
         cause = Cause(x, f, signature(f), seconds=spent)
@@ -307,19 +307,19 @@ class CauseFinder(Characteriser, Predictor):
         asked) and up to CONFIRM of ``others`` that each reproduces, and that predict the port
         (:meth:`_predicts`)."""
         if found is None:
-            with self._timed("diagnose", cause):
+            with self._timed("diagnose", cause.seconds):
                 found = self.diagnoser.diagnose([cause.finding]) or self._after(cause)
-        with self._timed("predict", cause):
+        with self._timed("predict", cause.seconds):
             found = self._sided_with(found, cause.finding)
         kept, unjudged, failed, made, passed = [], [], [], 0, 0
         for explanation in found:
             key = explanation[0]
-            with self._timed("diagnose", cause):
+            with self._timed("diagnose", cause.seconds):
                 confirm = [f for f in others if self.diagnoser.explains((key,), f)][:CONFIRM]
                 refuted = bool(confirm) and not self.diagnoser.diagnose([cause.finding, *confirm])
             if refuted:
                 continue
-            with self._timed("predict", cause):
+            with self._timed("predict", cause.seconds):
                 n, ok, predicts = self._predicts(key, cause.finding)
             if predicts and (n or not self.ask):
                 kept.append(explanation)
@@ -339,9 +339,10 @@ class CauseFinder(Characteriser, Predictor):
         return self.diagnoser.diagnose_after(known, [cause.finding]) if known else ()
 
     @contextmanager
-    def _timed(self, what: str, cause: Cause | None = None, spent: Counter | None = None):
-        """Add the wall time of the block to :attr:`seconds` under ``what``, and to the cause's
-        (or ``spent``, a cause's to be) when it is spent on one (reported, never a budget)."""
+    def _timed(self, what: str, spent: Counter | None = None):
+        """Add the wall time of the block to :attr:`seconds` under ``what``, and to ``spent``
+        (a cause's seconds, or those of a cause to be) when it is spent on one (reported, never
+        a budget)."""
         start = time.perf_counter()
         self._nested.append(0.0)
         try:
@@ -353,9 +354,8 @@ class CauseFinder(Characteriser, Predictor):
                 self._nested[-1] += elapsed
             elapsed -= inner
             self.seconds[what] += elapsed
-            for own in (cause.seconds if cause is not None else None, spent):
-                if own is not None:
-                    own[what] += elapsed
+            if spent is not None:
+                spent[what] += elapsed
 
     # --- one group ---------------------------------------------------------------------
     def settle(self, group: Group, signature: Callable) -> None:
@@ -377,7 +377,7 @@ class CauseFinder(Characteriser, Predictor):
         reached, diagnoses = 0, 1
         for x, f, replayed in ordered:
             spent: Counter = Counter()  # replaying known causes on this case: its owner's time
-            with self._timed("attribute", spent=spent):
+            with self._timed("attribute", spent):
                 owner = self._explained(f) or self._met(f) or self._adopted(x, f, signature, new)
             if owner is None:
                 unexplained = next((c for c in new if not c.keys), None)
@@ -387,7 +387,7 @@ class CauseFinder(Characteriser, Predictor):
                     continue
                 named = False
                 if len(new) < MAX_CAUSES and diagnoses < DIAGNOSES:
-                    with self._timed("diagnose", spent=spent):
+                    with self._timed("diagnose", spent):
                         named = bool(self.diagnoser.diagnose([f]))
                 if named:
                     diagnoses += 1
@@ -424,19 +424,19 @@ class CauseFinder(Characteriser, Predictor):
         out = self._folded()
         for c in out:
             if c.keys and c.predictions and c.predictions[0]:
-                self.diagnoser.confirm(c.finding.check, c.explanations)
+                self.diagnoser.confirm(c.explanations)
             if c.refuted:
-                with self._timed("attribute", c):
+                with self._timed("attribute", c.seconds):
                     c.refuted = tuple(r for r in c.refuted
                                       if all(self.diagnoser.explains((r[0],), f) for f in c.taken))
             if not c.keys and self.ask and isinstance(c.input, str):
-                with self._timed("characterise", c):
+                with self._timed("characterise", c.seconds):
                     # where plain words fail too, every character would "fail by itself"
                     c.triggers = () if self._bland() else self._triggers(c.input)
                     if c.triggers and all(ord(x) > 0x7F for x in c.triggers) and self._non_ascii():
                         c.probed = (NON_ASCII, ())
             elif c.keys and self.ask:
-                with self._timed("characterise", c):
+                with self._timed("characterise", c.seconds):
                     c.probed = self._probed(c)
         return out
 

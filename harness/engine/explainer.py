@@ -106,9 +106,10 @@ class Explainer:
         # variant is judged on the text that cause makes ("a" with a space put before it)
         self._before: dict[str, tuple] = {}
         self._titles: dict[str, tuple] = {}  # a rebound key -> its (key, title, rule)
-        # check family -> {key: (key, title, rule)}: explanations a finished test of this vocab
-        # named after the port passed their predictions (:meth:`confirm`)
-        self._confirmed: dict[str, dict[str, tuple]] = {}
+        # key -> (key, title, rule): explanations a finished test of this vocab named after the
+        # port passed their predictions (:meth:`confirm`), of any check (a variant answers
+        # llama.cpp's output on a check it does not model, so it explains nothing there)
+        self._confirmed: dict[str, tuple] = {}
 
     @cached_property
     def tok(self):
@@ -259,18 +260,16 @@ class Explainer:
         case = self.case_of(f)
         return any(self._reproduces(k, case) for k in keys)
 
-    def confirm(self, check: str, explanations: tuple) -> None:
-        """Note explanations a test of ``check`` named after its predictions: the vocab's later
-        tests (the same port, this process) may give them the cases they reproduce."""
-        from harness.diagnosis.base import family
-        mine = self._confirmed.setdefault(family(check), {})
+    def confirm(self, explanations: tuple) -> None:
+        """Note explanations a test named after its predictions: the vocab's later tests (the
+        same port, this process) may give them the cases they reproduce, and count them among
+        the port's known bugs when judging predictions."""
         for e in explanations:
-            mine.setdefault(e[0], e)
+            self._confirmed.setdefault(e[0], e)
 
-    def confirmed(self, check: str) -> dict[str, tuple]:
-        """The explanations earlier tests of this vocab confirmed for the family of ``check``."""
-        from harness.diagnosis.base import family
-        return self._confirmed.get(family(check), {})
+    def confirmed(self) -> dict[str, tuple]:
+        """``{key: explanation}`` the earlier tests of this vocab confirmed."""
+        return self._confirmed
 
     def wrapped(self, keys: tuple[str, ...], f: Finding) -> bool:
         """Whether one of the explanations ``keys`` that only adds or drops tokens of its own at

@@ -30,7 +30,8 @@ PREDICTED_EXPLANATIONS = 3
 
 class Predictor:
     """Asks the port what an explanation predicts: needs ``probe``, ``diagnoser``, ``ask``,
-    ``other_flags``, ``causes`` (the test's, for the known ones), ``_signature`` and ``_non_ascii``."""
+    ``other_flags``, ``causes`` (the test's, for the known ones), ``_elsewhere``, ``_signature`` and
+    ``_non_ascii``."""
 
     def _sided_with(self, found: tuple, f) -> tuple:
         """The first PREDICTED_EXPLANATIONS of ``found`` the port sides with (:meth:`_discriminated`),
@@ -74,7 +75,8 @@ class Predictor:
             return 0, 0, True
         own = [0, 0]
         other = [0, 0]
-        known = tuple(k for c in self.causes for k in c.keys if k != key)  # bugs a prediction may also meet
+        # bugs a prediction may also meet: this test's causes and those earlier tests of the vocab confirmed
+        known = tuple(k for k in (*(k for c in self.causes for k in c.keys), *self._elsewhere()) if k != key)
         for x, flags in self.diagnoser.predictions(key, f, PREDICT, OTHER_FLAGS if self.other_flags else 0):
             got = self.probe(f.check, x, flags)
             if got is UNANSWERED:

@@ -74,9 +74,19 @@ def pytest_generate_tests(metafunc):
 
 
 FAST_TESTS = ("test_encode", "test_decode")
+#: The checks in the order a vocab's tests run (on one worker, --dist loadgroup): the encodes
+#: first, so the causes they confirm (the port's vocabulary and text defects) are known to the
+#: vocab's decode and piece tests (harness.engine.causes: causes other tests confirmed).
+CHECK_ORDER = ("test_crosscheck", "test_encode", "test_known", "test_golden", "test_decode", "test_pieces")
+
+
+def _check_rank(item) -> int:
+    name = getattr(item, "originalname", "")
+    return CHECK_ORDER.index(name) if name in CHECK_ORDER else len(CHECK_ORDER)
 
 
 def pytest_collection_modifyitems(config, items):
+    items.sort(key=_check_rank)  # stable: vocabs and flags keep their order within a check
     # The fast phases share a BUDGET among the generated tests of the whole run.
     config._conformance_fast_tests = sum(getattr(i, "originalname", "") in FAST_TESTS for i in items)
 
