@@ -118,6 +118,7 @@ def test_the_board_runs_a_port_on_the_engine_and_a_failed_build_is_that_ports_er
     assert cause["id"] in digits["causes"] and cause["title"] and "-m harness diff --vocab llama-spm" in cause["repro"]
     assert cause["example"]["reference_ids"] != cause["example"]["port_ids"]
     assert (out / "scoreboard" / "digits" / "conformance.html").is_file()
+    assert rows["digits"]["run"]["replayed_inputs"] == 0 and any((tmp_path / "replay" / "digits").iterdir())
     assert rows["binding"]["causes"][0]["drift"]["verdict"] == "not drift"
     assert "drift" not in cause
     failed = rows["nocargo"]["vocabs"]["llama-spm"]

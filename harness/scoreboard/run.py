@@ -12,7 +12,8 @@ the other:
    ``run.log``), ``--jobs``, ``--budget``, ``--profile``; the reference's own cross-check is
    left out (``-k 'not crosscheck'``: it never touches the port, and ``make conformance``
    runs it); each port has its own replay store (``$LLAMA_CONFORMANCE_REPLAY/<port>``, else
-   ``.hypothesis/scoreboard/<port>``);
+   ``.hypothesis/scoreboard/<port>``; with ``--snapshot`` an empty one, so a published board is
+   what a fresh clone gives);
 3. for a binding (``bundles_llama_cpp``), label each cause drift or not (:mod:`.drift`);
 
 then **summarise** (:mod:`.summary`) into ``<out>/scoreboard.json``, ``.md`` and ``.html``
@@ -125,8 +126,11 @@ def build_and_run(port: Port, pdir: Path, args, checks: bool = True) -> dict:
         return {"build": built.to_json(), "run": None, "failure": f"build failed: {built.reason}"}
     argv = run_argv(port, pdir, args.vocabs, jobs=args.jobs, profile=args.profile, budget=args.budget,
                     keyword=args.keyword)
-    # Each port its own replay store: one port's shrunk failures never run first for another.
-    store = Path(os.environ.get("LLAMA_CONFORMANCE_REPLAY") or ".hypothesis/scoreboard") / port.name
+    # Each port its own replay store: one port's shrunk failures never run first for another. A
+    # snapshot's start empty (in the port's report directory, emptied above): the published board
+    # is what a fresh clone gives, with no earlier run's failures replayed first.
+    store = (pdir / "replay" if getattr(args, "snapshot", False) else
+             Path(os.environ.get("LLAMA_CONFORMANCE_REPLAY") or ".hypothesis/scoreboard") / port.name)
     env = port_env(LLAMA_CONFORMANCE_REPLAY=str(store.resolve()))
     start = time.monotonic()
     with open(pdir / "run.log", "w", encoding="utf-8") as log:
@@ -205,6 +209,7 @@ def summarise_port(port: Port, pdir: Path, vocabs: list[str], args) -> dict:
         return port_row(port.manifest(), vocabs, None, build=build, run=run,
                         failure=f"run exited {run['exit_code']} without a report ({e}): {' | '.join(tail)}")
     run.update({k: report["run"].get(k) for k in ("reproduce", "fast_seed", "profile", "pin")})
+    run["replayed_inputs"] = report["totals"].get("replayed_inputs", 0)  # earlier runs' failures run first
     row = port_row(port.manifest(), vocabs, report, build=build, run=run, tree=pinned_tree())
     row["adapter"] = steps.get("adapter") or (None if port.direct else check_adapter(port, None, ()))
     row["chat"] = steps.get("chat")
