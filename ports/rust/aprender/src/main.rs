@@ -90,25 +90,17 @@ fn decode(tok: &Tokenizer, req: &Value) -> Answer {
     Ok(json!({ "bytes_hex": hex(tok.decode(&ids_of(req)?).as_bytes()) }))
 }
 
-fn piece(tok: &Tokenizer, req: &Value) -> Answer {
-    let id = req
-        .get("id")
-        .and_then(Value::as_u64)
-        .and_then(|n| u32::try_from(n).ok())
-        .ok_or("piece needs an integer 'id'")?;
-    if !flag(req, "special")? {
-        return Err(UNSUPPORTED_PIECE.into());
-    }
-    // No token_to_piece: one token decoded alone, as a streaming loop does.
-    Ok(json!({ "bytes_hex": hex(tok.decode(&[id]).as_bytes()) }))
+fn piece(_tok: &Tokenizer, _req: &Value) -> Answer {
+    // aprender has no token-to-piece call: decode(&[id]) would be a detokenize of one token
+    // (SentencePiece's leading-space strip), which the crate does not offer as a piece.
+    Err(UNSUPPORTED_PIECE.into())
 }
 
 const UNSUPPORTED_PARSE: &str =
     "unsupported: aprender's encode matches control-token texts like any vocab entry (no parse_special=false)";
 const UNSUPPORTED_DECODE: &str = "unsupported: aprender's decode always drops BOS/EOS and renders \
      every other token (only remove_special=true, unparse_special=true)";
-const UNSUPPORTED_PIECE: &str =
-    "unsupported: aprender's decode renders control tokens other than BOS/EOS (only special=true)";
+const UNSUPPORTED_PIECE: &str = "unsupported: aprender has no token_to_piece";
 
 struct Port {
     /// The loaded tokenizer, or why the crate refused the vocab: then every
@@ -125,7 +117,7 @@ impl Port {
         match req.get("op").and_then(Value::as_str) {
             Some("info") => Ok(json!({
                 "n_vocab": tok.vocab_size(), "batch": true,
-                "unsupported": ["parse_special=false", "remove_special=false", "unparse_special=false", "special=false"],
+                "unsupported": ["parse_special=false", "remove_special=false", "unparse_special=false", "piece"],
                 "library": LIBRARY, "llama_cpp": null, // pure Rust: no llama.cpp inside
             })),
             Some("encode") => encode(tok, req),

@@ -29,11 +29,10 @@ fn main() {
                 json!({ "ids": if f("add_special") { t.encode_with_bos(&text) } else { t.encode(&text) } })
             }
             (Ok(t), Some("decode")) if f("remove_special") && f("unparse_special") => json!({ "bytes_hex": hex(t.decode(&ids)) }),
-            (Ok(t), Some("piece")) if f("special") => json!({ "bytes_hex": hex(t.decode(&[r["id"].as_u64().unwrap_or(0) as u32])) }),
             (Ok(_), Some("encode")) if text.is_none() => json!({ "error": "unsupported: aprender encodes &str, so invalid UTF-8 cannot be expressed" }),
             (Ok(_), Some("encode")) => json!({ "error": "unsupported: aprender's encode matches control-token texts like any vocab entry (no parse_special=false)" }),
             (Ok(_), Some("decode")) => json!({ "error": "unsupported: aprender's decode always drops BOS/EOS and renders every other token (only remove_special=true, unparse_special=true)" }),
-            (Ok(_), Some("piece")) => json!({ "error": "unsupported: aprender's decode renders control tokens other than BOS/EOS (only special=true)" }),
+            (Ok(_), Some("piece")) => json!({ "error": "unsupported: aprender has no token_to_piece" }),
             _ => json!({ "error": "bad request" }),
         };
         writeln!(out, "{answer}").unwrap();
