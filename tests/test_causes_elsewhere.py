@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from harness.engine.causes import CauseFinder
+from harness.engine.causes import DIAGNOSES, CauseFinder
 from harness.engine.hunt import Hunt
 from harness.engine.shrink import shrink_text
 from harness.reports.causes import group_causes
@@ -129,3 +129,15 @@ def test_predictions_are_judged_with_the_bugs_earlier_tests_of_the_vocab_confirm
     d.confirm((("drops_z", "bug drops_z", "rule drops_z"),))
     CauseFinder(run, None, d, probe=lambda check, x, flags: run(x))._predicts("x_as_y", run("x"))
     assert seen and all(k == ("drops_z",) for k in seen)
+
+
+def test_a_large_unexplained_group_runs_the_catalogue_a_bounded_number_of_times():
+    """A bug the catalogue does not know, met on many cases (qwen2's 86,000 ids past 65,535
+    wrapped): each case no cause explains was run through the whole catalogue, named or not,
+    which made a large group cost one catalogue run per case. At most DIAGNOSES runs per group,
+    and the one unexplained cause still holds every case."""
+    diagnoser = Diagnoser(())  # knows neither planted bug
+    texts = [f"{'a' * n}x{'b' * n}" for n in range(200)]
+    findings = hunt_over(texts, diagnoser)
+    assert [(f.diagnosis, f.cases) for f in findings] == [((), 200)]
+    assert diagnoser.calls <= DIAGNOSES + 1, diagnoser.calls  # + the shrunk example's own diagnosis

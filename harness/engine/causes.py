@@ -387,10 +387,10 @@ class CauseFinder(Characteriser, Predictor):
                     continue
                 named = False
                 if len(new) < MAX_CAUSES and diagnoses < DIAGNOSES:
+                    diagnoses += 1  # every catalogue run counts, named or not (a large unexplained group)
                     with self._timed("diagnose", spent):
                         named = bool(self.diagnoser.diagnose([f]))
                 if named:
-                    diagnoses += 1
                     owner = self._seed(x, f, signature, new)
                     self._diagnose(owner, [])
                 elif unexplained is not None:
