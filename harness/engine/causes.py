@@ -271,33 +271,25 @@ class CauseFinder(Characteriser, Predictor):
         key = next((k for k in self._elsewhere() if self.diagnoser.explains((k,), f)), None)
         if key is None:
             return None
-        def reproduced(c):
-            g = self.rerun(c)
-            return g is not None and signature(g) == signature(f) and self.diagnoser.explains((key,), g)
-        spent: Counter = Counter()
-        if self.shrink is not None:
-            with self._timed("shrink", spent):
-                x = self.shrink(x, reproduced)
-            f = self.rerun(x) or f
-        cause = Cause(x, f, signature(f), explanations=(self.diagnoser.confirmed()[key],), seconds=spent)
-        self.causes.append(cause)
-        new.append(cause)
-        return cause
+        return self._seed(x, f, signature, new, self.diagnoser.confirmed()[key])
 
-    def _seed(self, x, f, signature, new: list[Cause]) -> Cause:
+    def _seed(self, x, f, signature, new: list[Cause], explanation: tuple | None = None) -> Cause:
         """A new cause from ``x``: shrunk while it diverges with ``signature`` and no known
-        cause explains it, then diagnosed."""
-        def diverges(c):
+        cause explains it (with an ``explanation`` already named: while that one reproduces it).
+        The caller diagnoses it."""
+        def kept(c):
             g = self.rerun(c)
             if g is None or signature(g) != signature(f):
                 return None
+            if explanation is not None:
+                return g if self.diagnoser.explains((explanation[0],), g) else None
             return None if self.diagnoser and self._explained(g) else g
         spent: Counter = Counter()
         if self.shrink is not None:
             with self._timed("shrink", spent):
-                x = self.shrink(x, lambda c: diverges(c) is not None)
-            f = diverges(x) or f
-        cause = Cause(x, f, signature(f), seconds=spent)
+                x = self.shrink(x, lambda c: kept(c) is not None)
+            f = kept(x) or f
+        cause = Cause(x, f, signature(f), explanations=(explanation,) if explanation else (), seconds=spent)
         self.causes.append(cause)
         new.append(cause)
         return cause
