@@ -46,9 +46,13 @@ verify: $(STAMP)
 reference: fetch
 	$(CLI) build $(SOURCE_FLAG)
 
+# An extra's requirements, read from pyproject.toml: installed on their own, the project is not
+# built again (`pip install -e '.[dev]'` rebuilds its editable wheel: 4.5 s of a fresh make test's 20 s setup).
+EXTRA = $(PY) -c 'import sys, tomllib; print(*tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"][sys.argv[1]])'
+
 # The dev extra: import-linter, for the layers contract in pyproject.toml.
 $(VENV)/.dev: $(STAMP)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	$(PY) -m pip install --quiet --disable-pip-version-check $$($(EXTRA) dev)
 	touch $@
 
 # lint-imports first: the layers contract (pyproject.toml, docs/architecture.md) is part of the tests.
@@ -119,7 +123,7 @@ sweep: reference
 	$(PY) tools/sweep.py --via session $(VOCABS)
 
 $(VENV)/.bench: $(STAMP)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[bench]'
+	$(PY) -m pip install --quiet --disable-pip-version-check $$($(EXTRA) bench)
 	touch $@
 
 # Runs make conformance first (warm), so the table can quote the suite's own throughput.
@@ -129,7 +133,7 @@ bench: reference $(VENV)/.bench
 	$(CLI) bench
 
 $(VENV)/.coverage: $(STAMP)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[coverage]'
+	$(PY) -m pip install --quiet --disable-pip-version-check $$($(EXTRA) coverage)
 	touch $@
 
 # gcov coverage of llama.cpp's tokenizer code under the suite (instrumented build, cached apart;

@@ -19,7 +19,7 @@ MAX_LINES = 500
 def _lint(root: Path) -> subprocess.CompletedProcess:
     """lint-imports over the packages under ``root`` (with the repository's contracts)."""
     if not LINT.is_file():
-        pytest.fail(f"{LINT} is missing: install the dev extra (make test does: pip install -e '.[dev]')")
+        pytest.fail(f"{LINT} is missing: install the dev extra (pyproject.toml; make test installs it)")
     return subprocess.run([str(LINT), "--no-cache", "--no-logo"], cwd=root, capture_output=True, text=True,
                           env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"}, timeout=300)
 
