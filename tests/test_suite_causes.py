@@ -90,6 +90,26 @@ def test_a_bos_bug_and_a_text_bug_met_at_once_are_each_named(pytester, monkeypat
     assert sum(n for _, n, _ in causes) + report["totals"]["unattributed_cases"] == report["totals"]["divergent_cases"]
 
 
+@pytest.mark.reference
+def test_a_prediction_meeting_another_bug_of_the_port_is_no_evidence(pytester, monkeypatch):
+    """A port that strips the space after a BOS it does not print, and prints EOS's text (as
+    transformers.js on phi-3): "strips after an unprinted token" predicts ``[EOS, ' Hello']`` as
+    ``Hello``, and the port answers ``</s> Hello`` because of its other bug. EOS decoded by
+    itself shows that bug; predictions holding it tell nothing of the first one, which is named
+    (harness.engine.predicting: _tainted)."""
+    script = Path(__file__).parent / "ports" / "faulty_port.py"
+    port = (f"{shlex.quote(sys.executable)} {shlex.quote(str(script))} --vocab {{vocab}} "
+            "--bugs strip-after-unprinted,eos-printed")
+    result, report = run_suite(pytester, monkeypatch, port, "llama-spm", [_node("decode", "llama-spm")])
+    assert result.ret == 1, result.stdout.str()[-3000:]
+    causes = sorted((c["diagnosis"] or "unexplained", c["cases"], tuple(c["predictions"])) for c in report["causes"])
+    print(causes)
+    named = {d: p for d, _, p in causes}
+    assert "decode_leading_space_stripped_after_bos" in named, causes
+    made, passed = named["decode_leading_space_stripped_after_bos"]
+    assert made == passed > 0, causes
+
+
 # bug of tests/ports/uncatalogued.py -> (vocab, suite nodes as (check, flags)), the most causes it
 # may come out as today, and the target (one). None of them is a catalogue entry.
 UNCATALOGUED = {

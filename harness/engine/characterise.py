@@ -27,6 +27,7 @@ class Characteriser:
 
     _bland_memo: bool | None = None
     _non_ascii_memo: bool | None = None
+    _alone_memo: dict | None = None
 
     def _probed(self, cause) -> tuple:
         """A code-point cause's set, probed: its shrunk text with the code point replaced by
@@ -65,6 +66,16 @@ class Characteriser:
             self._non_ascii_memo = not self._bland() and all(
                 any(self.rerun(ctx.replace("{}", c)) is not None for ctx in TRIGGER_CONTEXTS[:2]) for c in NON_ASCII)
         return self._non_ascii_memo
+
+    def _wrong_alone(self, check: str, token: int) -> bool:
+        """Whether the port parts from llama.cpp on ``token`` decoded by itself (the test's own
+        flags). Asked once per token and test; a port that cannot answer is not wrong."""
+        if self._alone_memo is None:
+            self._alone_memo = {}
+        if token not in self._alone_memo:
+            got = self.probe(check, (token,), None)
+            self._alone_memo[token] = got is not None and got is not UNANSWERED
+        return self._alone_memo[token]
 
     def _triggers(self, text: str) -> tuple[str, ...]:
         """The code points of a shrunk text on which the port parts from llama.cpp by

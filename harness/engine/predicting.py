@@ -30,8 +30,8 @@ PREDICTED_EXPLANATIONS = 3
 
 class Predictor:
     """Asks the port what an explanation predicts: needs ``probe``, ``diagnoser``, ``ask``,
-    ``other_flags``, ``causes`` (the test's, for the known ones), ``_elsewhere``, ``_signature`` and
-    ``_non_ascii``."""
+    ``other_flags``, ``causes`` (the test's, for the known ones), ``_elsewhere``, ``_signature``,
+    ``_non_ascii`` and ``_wrong_alone``."""
 
     def _sided_with(self, found: tuple, f) -> tuple:
         """The first PREDICTED_EXPLANATIONS of ``found`` the port sides with (:meth:`_discriminated`),
@@ -63,6 +63,17 @@ class Predictor:
                 break
         return tuple(e for e in found if e[0] in alive)
 
+    def _tainted(self, key: str, f, x) -> bool:
+        """Whether a decode prediction ``x`` holds a token the port gets wrong by itself where the
+        explanation ``key`` gets it right (:meth:`Characteriser._wrong_alone`): a second defect
+        of the port's, met on the way, whose answer says nothing of this one. transformers.js
+        on phi-3 prints ``</s>`` (its GGUF type kept) and strips the space after an unprinted
+        BOS: "strips after an unprinted token" predicts ``</s> a`` as ``a``, and the port answers
+        ``</s> a`` because of the other bug."""
+        if f.check != "decode" or not isinstance(x, tuple):
+            return False
+        return any(self._wrong_alone(f.check, t) and self.diagnoser.agrees(key, f, (t,)) for t in dict.fromkeys(x))
+
     def _predicts(self, key: str, f) -> tuple[int, int, bool]:
         """``(made, passed, predicts)``: the explanation's predictions asked of the port, how many
         the port answered as the explanation does, and whether that is enough. It predicts when every one under the cell's own
@@ -78,6 +89,8 @@ class Predictor:
         # bugs a prediction may also meet: this test's causes and those earlier tests of the vocab confirmed
         known = tuple(k for k in (*(k for c in self.causes for k in c.keys), *self._elsewhere()) if k != key)
         for x, flags in self.diagnoser.predictions(key, f, PREDICT, OTHER_FLAGS if self.other_flags else 0):
+            if flags is None and self._tainted(key, f, x):
+                continue  # it holds another defect of the port's: no evidence either way
             got = self.probe(f.check, x, flags)
             if got is UNANSWERED:
                 continue  # unsupported or a port error: no evidence either way

@@ -22,7 +22,12 @@ Bugs (each independent of the others):
 - ``zwj``: U+200D (ZERO WIDTH JOINER) dropped;
 - ``curly``: ’ (U+2019) read as ' (U+0027);
 - ``native-digits``: non-ASCII decimal digits read as ASCII ones (``unicodedata.decimal``);
-- ``no-bos``: add_special adds no BOS (the vocab's add_bos ignored).
+- ``no-bos``: add_special adds no BOS (the vocab's add_bos ignored);
+- ``strip-after-unprinted``: decode drops the leading space of the first piece it prints, also
+  after a BOS or control token it prints as nothing (Hugging Face's Strip decoder after skipped
+  specials; llama.cpp strips only the first token's);
+- ``eos-printed``: decode prints the EOS token's text where llama.cpp prints nothing (no
+  catalogue entry models exactly this; it is here to be met together with the one above).
 
 The text bugs apply to the text before anything else, in the order listed.
 Each bug is one cause for ``harness.diagnosis`` (tests/test_diagnosis.py names them).
@@ -85,7 +90,8 @@ TEXT_BUGS = {
 }
 
 
-BUGS = set(TEXT_BUGS) | {"digits", "decode-space", "fffd", "extra-token", "piece-byte", "no-bos"}
+BUGS = set(TEXT_BUGS) | {"digits", "decode-space", "fffd", "extra-token", "piece-byte", "no-bos",
+                         "strip-after-unprinted", "eos-printed"}
 
 
 def read_text(text: str, bugs: set[str]) -> str:
@@ -127,10 +133,31 @@ class Faulty:
     def decode(self, req):
         out = self.tok.decode(req["ids"], remove_special=req["remove_special"],
                               unparse_special=req["unparse_special"])
+        if self.bugs & {"strip-after-unprinted", "eos-printed"}:
+            out = self._printed(req["ids"], out, req["remove_special"], req["unparse_special"])
         if "decode-space" in self.bugs and out[:1] == b" ":
             out = out[1:]
         if "fffd" in self.bugs:
             out = out.decode("utf-8", "replace").encode("utf-8")
+        return out
+
+    def _printed(self, ids: list[int], out: bytes, remove: bool, unparse: bool) -> bytes:
+        """llama.cpp's output ``out`` of ``ids`` with the EOS text put in (``eos-printed``) and
+        the first printed piece's leading space dropped (``strip-after-unprinted``)."""
+        def upto(j):  # llama.cpp's output of ids[:j], a prefix of out here (no space cleaning)
+            return len(self.tok.decode(ids[:j], remove_special=remove, unparse_special=unparse))
+        eos, text = self.tok.vocab.eos, b""
+        shown = [j for j, i in enumerate(ids) if i == eos and "eos-printed" in self.bugs]
+        first = next((j for j in range(len(ids)) if j in shown or upto(j + 1) > 0), None)
+        if "eos-printed" in self.bugs:
+            text = self.tok.vocab.tokens[eos]
+            for j in reversed(shown):
+                at = upto(j)
+                out = out[:at] + text + out[at:]
+        if "strip-after-unprinted" in self.bugs and first and first not in shown:
+            at = upto(first) + sum(len(text) for j in shown if j < first)
+            if out[at:at + 1] == b" ":
+                out = out[:at] + out[at + 1:]
         return out
 
     def piece(self, req):
