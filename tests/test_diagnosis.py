@@ -247,6 +247,12 @@ WITNESSES = {
     "decode_drops_long_pieces": ("gpt-2", [("decode", (23926, 15496), (False, False))], 32,
                                  lambda tok, ids, r, u: tok.decode([i for i in ids
                                                                     if len(tok.token_to_piece(i)) <= 32])),
+    # Hugging Face's Metaspace: "first" puts no ▁ after a special; neither scheme puts one before a leading space
+    "metaspace_prepend_first": ("llama-spm", [("encode", "<s>a", (False, True))], None,
+                                lambda tok, t, a, p: [1] + tok.session().tokenize(b"a")),
+    "space_prefix_skipped_before_space": ("llama-spm",
+                                          [("encode", "<s> a", (False, True)), ("encode", "<s>a", (False, True))],
+                                          None, lambda tok, t, a, p: [1] + tok.session().tokenize(f"{S}a".encode())),
     "add_space_prefix_flipped": ("llama-spm", [("encode", "Hello world", (False, False))], None,
                                  lambda tok, t, a, p: tok.session().tokenize(t.replace(" ", S).encode())),
 }

@@ -35,7 +35,7 @@ CATALOGUE: tuple[Variant, ...] = (
     *WHITESPACE_VARIANTS, *DIGIT_VARIANTS, *VERSION_VARIANTS,
     # one code point read as another (narrow transforms before the normal forms that include them)
     T.CRLF_FOLDED, T.CURLY_APOSTROPHE, T.NATIVE_DIGITS, T.LEADING_WHITESPACE_STRIPPED, T.CHAR_AS_SPACE, T.CHAR_DROPPED,
-    T.NFC_INPUT, T.NFKC_INPUT, T.PREFIX_SPACE_ADDED,
+    T.NFC_INPUT, T.NFKC_INPUT, T.PREFIX_SPACE_ADDED, T.SPACE_PREFIX_SKIPPED, T.METASPACE_FIRST,
     # an extra token read off the port's answer: late, a single short case can look like it by chance
     S.EXTRA_TOKEN,
     # the pre-tokenizer's regex

@@ -25,7 +25,8 @@ from .base import Variant, cp_name, encode_exact, texts, titled, with_specials
 
 __all__ = ["TextVariant", "CharVariant", "Chunked", "DigitsApart", "NFC_INPUT", "NFKC_INPUT", "CRLF_FOLDED",
            "CURLY_APOSTROPHE", "NATIVE_DIGITS", "CHAR_AS_SPACE", "CHAR_DROPPED", "CHUNKED", "DIGITS_APART",
-           "PrefixSpaceVariant", "PREFIX_SPACE_ADDED", "LEADING_WHITESPACE_STRIPPED"]
+           "PrefixSpaceVariant", "PREFIX_SPACE_ADDED", "LEADING_WHITESPACE_STRIPPED", "MetaspaceVariant",
+           "METASPACE_FIRST", "SPACE_PREFIX_SKIPPED"]
 
 TOKENIZE = "src/llama-vocab.cpp, llama_vocab::impl::tokenize"
 _VERBATIM = f"tokenizes the text's own bytes, unnormalised ({TOKENIZE})"
@@ -160,6 +161,62 @@ PREFIX_SPACE_ADDED = PrefixSpaceVariant(
     checks=("encode",), shipped_by="candle-core 0.11.1 (TokenizerFromGguf's GPT-2 ByteLevel fallback)",
     transform=lambda t, _: t if not t or t[0] == " " else " " + t,
     headline="a space is put before the text (ByteLevel add_prefix_space)")
+
+@dataclass(frozen=True, kw_only=True)
+class MetaspaceVariant(TextVariant):
+    """SPM's space prefix put as Hugging Face's Metaspace pre-tokenizer puts its ``▁``: not before a
+    fragment that starts with a space, and with ``scheme`` "first" only before the text's first
+    fragment (none after a special token). llama.cpp puts one before the first fragment and
+    after each special, whatever the fragment starts with.
+
+    >>> SPACE_PREFIX_SKIPPED.scheme, METASPACE_FIRST.scheme
+    ('always', 'first')
+    """
+
+    scheme: str = "always"
+
+    def applies(self, tok) -> bool:
+        return tok.vocab.vocab_type == "spm" and bool(tok.vocab.add_space_prefix)
+
+    def encode(self, tok, text, add, parse):
+        raw = text.encode("utf-8", "surrogateescape") if isinstance(text, str) else bytes(text)
+        v = tok.vocab
+        out = [tok._special_id("bos", "BOS")] if add and v.add_bos else []
+        for k, f in enumerate(tok.partition(raw, parse) if raw else []):
+            if isinstance(f, int):
+                out.append(f)
+                continue
+            if f[:1] != b" " and (self.scheme == "always" or k == 0):
+                f = b" " + f
+            out += tok.session().tokenize(f.replace(b" ", "\u2581".encode()))
+        if add and v.add_eos:
+            out.append(tok._special_id("eos", "EOS"))
+        return tuple(out)
+
+    def title(self, cases) -> str:
+        return titled(self.headline, self.rule)
+
+
+_SPM_PREFIX = (f"SPM prepends one space to the first fragment and to each fragment after a special token, "
+               f"also when it starts with a space ({TOKENIZE}: is_prev_special)")
+METASPACE_FIRST = MetaspaceVariant(
+    name="metaspace_prepend_first", scheme="first", transform=lambda t, _: t,
+    models="SPM's space prefix as Hugging Face's Metaspace with prepend_scheme \"first\": only before the "
+           "text's first fragment, and not when it starts with a space",
+    rule=_SPM_PREFIX, checks=("encode",),
+    shipped_by="known-port-bugs 12 (spaces next to special tokens in SPM); transformers and transformers.js on llama-spm "
+               "(LlamaTokenizer's Metaspace)",
+    headline="the space prefix goes only before the text's first fragment, none after a special token, "
+             "and none before a leading space (Metaspace prepend_scheme \"first\")")
+SPACE_PREFIX_SKIPPED = MetaspaceVariant(
+    name="space_prefix_skipped_before_space", scheme="always", transform=lambda t, _: t,
+    models="SPM's space prefix left out before a fragment that starts with a space (as Hugging Face's Metaspace "
+           "does under either prepend_scheme)",
+    rule=_SPM_PREFIX, checks=("encode",),
+    shipped_by="known-port-bugs 12 (spaces next to special tokens in SPM); shimmytok, transformers and "
+               "transformers.js on llama-spm",
+    headline="no space prefix before a fragment that starts with a space (' a' is \u2581a, not \u2581\u2581a)")
+
 
 @dataclass(frozen=True, kw_only=True)
 class Chunked(Variant):
