@@ -247,6 +247,10 @@ WITNESSES = {
     "decode_drops_long_pieces": ("gpt-2", [("decode", (23926, 15496), (False, False))], 32,
                                  lambda tok, ids, r, u: tok.decode([i for i in ids
                                                                     if len(tok.token_to_piece(i)) <= 32])),
+    # WPM's preprocess sorts each code point: a word of its own, dropped, or inside the word
+    "wpm_char_not_split": ("bert-bge", [("encode", "a$b", (False, False))], "$", None),
+    "wpm_char_kept": ("bert-bge", [("encode", "a\x01b", (False, False))], "\x01", None),
+    "wpm_char_split_off": ("bert-bge", [("encode", "ab", (False, False))], "b", None),
     # Hugging Face's Metaspace: "first" puts no ▁ after a special; neither scheme puts one before a leading space
     "metaspace_prepend_first": ("llama-spm", [("encode", "<s>a", (False, True))], None,
                                 lambda tok, t, a, p: [1] + tok.session().tokenize(b"a")),

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.tokenizer import unicode as U
 from tests.support.suite import SUITE, run_suite
 
 pytest_plugins = ["pytester"]
@@ -114,7 +115,6 @@ def test_a_prediction_meeting_another_bug_of_the_port_is_no_evidence(pytester, m
 # may come out as today, and the target (one). None of them is a catalogue entry.
 UNCATALOGUED = {
     "reserved-shift": ("llama-bpe", (("encode", "parse"), ("decode", "parse"), ("piece", "parse")), 1),
-    "ascii-punct": ("bert-bge", (("known", "plain"), ("encode", "plain")), 1),
     "cyrillic-unk": ("llama-spm", (("known", "plain"), ("encode", "plain")), 2),
     "ids-16bit": ("qwen2", (("encode", "plain"), ("decode", "plain"), ("piece", "plain")), 1),
     "latin1": ("bert-bge", (("encode", "plain"), ("encode", "parse"), ("known", "plain")), 1),
@@ -129,9 +129,7 @@ def test_a_bug_no_catalogue_entry_models_is_never_named_and_stays_few_causes(pyt
     and must not split once per character class or check. ``reserved-shift`` (the port's
     reserved control tokens numbered one off) is one cause across encode, decode and pieces:
     each check's divergence is attributed to the token whose text the port has wrong.
-    ``ascii-punct`` is one cause, characterised by the punctuation code points that diverge by
-    themselves (its texts part from llama.cpp through several signatures: a word that becomes
-    [UNK], a mark that becomes a ``##`` subword). ``cyrillic-unk`` still comes out as up to two
+    ``cyrillic-unk`` still comes out as up to two
     (its letters, and U+0482, a symbol of the same block); the bound keeps it from getting worse.
     ``ids-16bit`` (ids past 65,535 wrapped) is one cause over encode, decode and pieces: the
     port's piece of each such token is llama.cpp's piece of another, whatever its kind or bytes.
@@ -150,6 +148,28 @@ def test_a_bug_no_catalogue_entry_models_is_never_named_and_stays_few_causes(pyt
     assert all(d is None for d, _, _ in causes), causes  # no wrong diagnosis
     assert 1 <= len(causes) <= most, causes
     assert sum(n for _, _, n in causes) + report["totals"]["unattributed_cases"] == report["totals"]["divergent_cases"]
+
+
+@pytest.mark.reference
+def test_punctuation_a_port_keeps_in_its_word_is_one_named_cause_with_its_set(pytester, monkeypatch):
+    """``ascii-punct`` (written as a bug the catalogue lacked; ollama and shimmytok ship its kind):
+    the BERT pre-tokenizer splits off only ASCII punctuation. Its texts part from llama.cpp
+    through several signatures (a word that becomes [UNK], a mark that becomes a ``##``
+    subword) and often hold two marks side by side; it is one cause, named
+    ``wpm_char_not_split``, whose probes of the class find non-ASCII punctuation kept and ASCII
+    punctuation split as llama.cpp splits it."""
+    script = Path(__file__).parent / "ports" / "uncatalogued.py"
+    port = f"{shlex.quote(sys.executable)} {shlex.quote(str(script))} --vocab {{vocab}} --bugs ascii-punct"
+    ids = [f"{SUITE / f'test_{t}.py'}::test_{t}[bert-bge-plain]" for t in ("known", "encode")]
+    result, report = run_suite(pytester, monkeypatch, port, "bert-bge", ids)
+    assert result.ret == 1, result.stdout.str()[-3000:]
+    causes = [(c["diagnosis"], c["cases"]) for c in report["causes"]]
+    assert [d for d, _ in causes] == ["wpm_char_not_split"], causes
+    assert causes[0][1] == report["totals"]["divergent_cases"] - report["totals"]["unattributed_cases"]
+    shows, does_not = report["causes"][0]["probed"]
+    # punctuation by llama.cpp's own tables (U+11B07 is, from Unicode 16; Python 3.11's are older)
+    assert shows and all(ord(c) > 0x7F and U.cpt_flags(ord(c)) & U.PUNCTUATION for c in shows), shows
+    assert all(ord(c) < 0x80 for c in does_not), does_not
 
 
 @pytest.mark.reference

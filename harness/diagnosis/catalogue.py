@@ -16,6 +16,7 @@ from . import decode as D
 from . import specials as S
 from . import split as P
 from . import text as T
+from . import wordpiece as W
 from .base import Case, Variant, cached, exact
 from .platform import DIGIT_VARIANTS, VERSION_VARIANTS, WHITESPACE_VARIANTS
 
@@ -34,6 +35,7 @@ CATALOGUE: tuple[Variant, ...] = (
     # the platform's Unicode view, smallest class first
     *WHITESPACE_VARIANTS, *DIGIT_VARIANTS, *VERSION_VARIANTS,
     # one code point read as another (narrow transforms before the normal forms that include them)
+    W.WPM_NOT_SPLIT, W.WPM_KEPT, W.WPM_SPLIT_OFF,
     T.CRLF_FOLDED, T.CURLY_APOSTROPHE, T.NATIVE_DIGITS, T.LEADING_WHITESPACE_STRIPPED, T.CHAR_AS_SPACE, T.CHAR_DROPPED,
     T.NFC_INPUT, T.NFKC_INPUT, T.PREFIX_SPACE_ADDED, T.SPACE_PREFIX_SKIPPED, T.METASPACE_FIRST,
     # an extra token read off the port's answer: late, a single short case can look like it by chance

@@ -329,7 +329,12 @@ def over_params(title: str, params: list[str]) -> str:
 
 
 def _chars(params: list[str]) -> list[str]:
-    """The code points a list of parameter reprs names, if every one is a single code point."""
+    """The code points a list of parameter reprs names, if every one is a code point or a string
+    of them (a variant bound to two code points met side by side).
+
+    >>> _chars(["'\\xa0'", "'\\x85\\xa0'"]), _chars(["8"])
+    (['\xa0', '\x85'], [])
+    """
     import ast
     out = []
     for p in params:
@@ -337,9 +342,9 @@ def _chars(params: list[str]) -> list[str]:
             v = ast.literal_eval(p)
         except (ValueError, SyntaxError):
             return []
-        if not (isinstance(v, str) and len(v) == 1):
+        if not (isinstance(v, str) and v):
             return []
-        out.append(v)
+        out.extend(c for c in v if c not in out)
     return out
 
 

@@ -8,7 +8,8 @@ and never name it by a variant that happens to fit a short case:
     python tests/ports/uncatalogued.py --vocab V --bugs ascii-punct|cyrillic-unk|reserved-shift|ids-16bit
 
 - ``ascii-punct`` (a WPM vocab): the BERT pre-tokenizer splits off only ASCII punctuation;
-  a non-ASCII punctuation mark (U+FF08, U+2019, U+00BF ...) stays inside its word;
+  a non-ASCII punctuation mark (U+FF08, U+2019, U+00BF ...) stays inside its word (the
+  catalogue has modelled it since, as ``wpm_char_not_split``);
 - ``cyrillic-unk``: every code point of the Cyrillic block (U+0400-U+04FF) is the unknown
   token, the text around it tokenized apart (a normaliser that maps a script to ``<unk>``);
 - ``reserved-shift``: the control tokens whose text holds ``reserved`` are numbered one off

@@ -26,6 +26,7 @@ The input is the raw fragment bytes. llama.cpp, and so this module:
 
 from __future__ import annotations
 
+import copy
 import functools
 import re
 
@@ -192,6 +193,24 @@ class Session:
             ids.append(tid)
             i = best
         return ids
+
+    def with_fates(self, fates: dict[int, tuple[int, bytes]]) -> "Session":
+        """A copy that sorts the code points of ``fates`` as given (``classify``'s ``(fate, bytes)``),
+        as a port with another table does. It shares the vocab lookups, the prefix index and
+        the word memo (no fate changes a word's ids); its chunks are its own.
+
+        >>> from types import SimpleNamespace
+        >>> v = SimpleNamespace(token_to_id={"▁a".encode(): 1, "▁b".encode(): 2, "▁a$b".encode(): 3}, unk=0,
+        ...                     max_token_len=6, lowercase=False, strip_accents=False)
+        >>> s = Session(v)
+        >>> s.tokenize(b"a$b"), s.with_fates({ord("$"): (APPEND, b"$")}).tokenize(b"a$b"), s.tokenize(b"a$b")
+        ([1, 0, 2], [3], [1, 0, 2])
+        """
+        self._prefixes()  # built once, shared
+        other = copy.copy(self)
+        other._fates = {**self._fates, **fates}
+        other._chunks = PieceMemo(lambda chunk: tuple(other.tokenize_whole(chunk.encode())), _WORD_CACHE_SIZE)
+        return other
 
     def _prefixes(self) -> PrefixIndex:
         """Every proper prefix of a token text (built on first use: loading stays cheap),
