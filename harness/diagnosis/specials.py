@@ -254,9 +254,13 @@ class VocabVariant(Variant):
     needs: Callable = lambda tok: True
     headline: str = ""
     same_session: bool = False  # the change is outside the algorithm: share the exact session
+    points: Callable | None = None  # tok -> code points the change reaches, for predictions
 
     def applies(self, tok) -> bool:
         return tok.vocab.vocab_type != "none" and bool(self.needs(tok))
+
+    def prediction_points(self, tok) -> tuple[int, ...]:
+        return tuple(self.points(tok)) if self.points is not None else ()
 
     def build(self, tok):
         t = Tokenizer(replace(tok.vocab, **self.changes(tok.vocab)))

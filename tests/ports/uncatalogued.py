@@ -25,6 +25,9 @@ and never name it by a variant that happens to fit a short case:
 - ``latin1``: the input text read as Latin-1, each of its UTF-8 bytes one code point (a
   stream opened with the platform's default charset): every non-ASCII character parts from
   llama.cpp, whatever its class, on every vocab;
+- ``ascii-lower`` (a WPM vocab): lowercasing is C's ``tolower``, so a letter past ASCII keeps
+  its case ('Ɔ', 'Б', and 'Ä' whose NFD letter is 'A'); an uppercase accented letter then
+  misses the uncased vocab as it would with its accents kept, and no accent entry may name it;
 - ``added-twice``: ``info`` counts the added (CONTROL and USER_DEFINED) tokens a second time
   on top of the GGUF's token list, as a port that adds them to a list that already holds them
   (transformers answered 32,259 for deepseek-coder's 32,256); every id it serves is right.
@@ -45,7 +48,8 @@ from harness.tokenizer.algorithms import wpm
 from harness.tokenizer.gguf import GGUFReader, Keys
 from harness.tokenizer.vocab import BYTE, CONTROL, NORMAL, UNDEFINED, UNKNOWN, UNUSED, USER_DEFINED
 
-BUGS = {"ascii-punct", "cyrillic-unk", "reserved-shift", "file-types", "added-twice", "ids-16bit", "latin1"}
+BUGS = {"ascii-punct", "cyrillic-unk", "reserved-shift", "file-types", "added-twice", "ids-16bit", "latin1",
+        "ascii-lower"}
 _CYRILLIC = re.compile("([\u0400-\u04ff])")
 
 
@@ -55,6 +59,17 @@ def _ascii_punct_classify(classify):
         kind, s = classify(cpt, lowercase, strip_accents)
         if kind == wpm.SINGLE and cpt >= 0x80 and U.cpt_flags(cpt) & U.PUNCTUATION:
             return wpm.APPEND, s
+        return kind, s
+    return patched
+
+
+def _ascii_lower_classify(classify):
+    """``wpm.classify`` lowercasing as C's ``tolower`` does: a code point past ASCII keeps its
+    case (after the NFD its accents are stripped with, as before)."""
+    def patched(cpt, lowercase, strip_accents):
+        kind, s = classify(cpt, lowercase, strip_accents)
+        if lowercase and s and cpt >= 0x80 and kind in (wpm.APPEND, wpm.SINGLE):
+            return kind, U.cpt_to_utf8(U.nfd_first(cpt) if strip_accents else cpt)
         return kind, s
     return patched
 
@@ -80,6 +95,8 @@ class Port:
     def __init__(self, vocab: str, bugs: set[str]):
         if "ascii-punct" in bugs:
             wpm.classify = _ascii_punct_classify(wpm.classify)
+        if "ascii-lower" in bugs:
+            wpm.classify = _ascii_lower_classify(wpm.classify)
         self.tok = Tokenizer.from_gguf(vocab)
         if "file-types" in bugs:
             self.tok = _file_typed(self.tok, vocab)
