@@ -435,6 +435,33 @@ def test_a_second_bug_met_only_with_a_text_change_is_named_on_the_changed_text()
     assert not d.explains((key_of(digits),), only_prefix)
 
 
+def test_a_space_before_each_fragment_over_gpt2_regexes_is_the_two_known_causes():
+    """candle on llama-bpe with parse_special: a space before each fragment between specials
+    (prefix_space_added) and GPT-2's regexes (pre_type_gpt2_fallback) meet in ``<|…|>.\n``
+    as ``Ġ.`` then ``\n``; neither alone gives it, both known together do (Explainer:
+    _text_over_tokenizer), and a case with a third change is not theirs."""
+    from harness.diagnosis import CATALOGUE
+    from harness.engine.diagnoser import Diagnoser, key_of
+    from harness.reports.diff import first_divergence
+    from reference.vocabs import vocab_path
+
+    d = Diagnoser(vocab_path("llama-bpe"))
+    tok = d.tok
+    prefix, gpt2 = (next(v for v in CATALOGUE if v.name == n) for n in ("prefix_space_added", "pre_type_gpt2_fallback"))
+    text = "<|reserved_special_token_0|>.\n"
+    port = tuple(prefix.encode(gpt2.tokenizer(tok), text, False, True))
+    f = Finding("encode", "llama-bpe", "LLAMA3", False, True, text,
+                first_divergence(tok.encode(text, add_special=False, parse_special=True), port))
+    assert port[1:] == (662, 198) and not d.diagnose([f])
+    keys = [(key_of(prefix),), (key_of(gpt2),)]
+    for k, v in zip(keys, (prefix, gpt2)):
+        d._bound.setdefault(k[0], v)
+    assert d.together(keys[:1], f) is None and d.together(keys[1:], f) is None
+    assert d.together(keys, f) == 0
+    junk = replace(f, divergence=first_divergence(tok.encode(text, add_special=False, parse_special=True), port + (0,)))
+    assert d.together(keys, junk) is None
+
+
 def test_a_prediction_under_other_flags_that_only_a_known_cause_answers_counts_against():
     """Under another flag combination the port may part from llama.cpp in a way the variant
     does not predict: a second bug there tells nothing, and is not counted. But where a known

@@ -340,6 +340,35 @@ class Explainer:
                 case = self.case_of(f, text)
                 if any(self._reproduces(k, case) for j, other in enumerate(keys) if j != i for k in other):
                     return i
+        return self._text_over_tokenizer(keys, f)
+
+    def _text_over_tokenizer(self, keys: list[tuple[str, ...]], f: Finding) -> int | None:
+        """A known cause that changes the text or its fragments (a space before each fragment,
+        a code point replaced) run over another known cause's tokenizer (GPT-2's regexes, a
+        vocab with other token types): candle puts a space before each fragment between
+        specials *and* splits with GPT-2's regexes on deepseek-coder."""
+        from harness.diagnosis.text import TextVariant
+        case = self.case_of(f)
+        a, b = case.flags
+        text = case.input
+        if isinstance(text, (bytes, bytearray)):
+            text = bytes(text).decode("utf-8", "surrogateescape")
+        for i, first in enumerate(keys):
+            for key in first:
+                v = self._bound.get(key)
+                if not isinstance(v, TextVariant) or "encode" not in v.checks:
+                    continue
+                for j, other in enumerate(keys):
+                    for k in other if j != i else ():
+                        w = self._bound.get(k)
+                        if w is None or isinstance(w, TextVariant) or "encode" not in w.checks:
+                            continue
+                        try:
+                            out = tuple(v.encode(w.tokenizer(self.tok), text, a, b))
+                        except (HarnessError, ValueError, UnicodeError, RecursionError):
+                            continue
+                        if out == tuple(case.port_output):
+                            return i
         return None
 
     def _with_residual(self, keys: list[tuple[str, ...]], f: Finding) -> int | None:
