@@ -256,16 +256,41 @@ def conformance_throughput(path: Path) -> dict | None:
     if not t:
         return None
     return dict(t, report=str(path), age_s=time.time() - path.stat().st_mtime,
-                divergences=len(data.get("divergences", [])))
+                divergences=len(data.get("divergences", [])), by_kind=by_kind(data.get("cells", [])))
+
+
+#: The checks whose cases the generators draw (encode texts, decode id lists), apart from pieces.
+GENERATED = ("encode", "decode")
+
+
+def by_kind(cells: list[dict]) -> dict:
+    """Cases and the cells' own seconds (worker time) of the generated checks and of pieces.
+
+    >>> by_kind([{"check": "encode", "cases": 300, "seconds": 0.1}, {"check": "decode", "cases": 200, "seconds": 0.15},
+    ...          {"check": "piece", "cases": 9000, "seconds": 0.2}, {"check": "known", "cases": 30, "seconds": 0.5}])
+    {'generated': {'cases': 500, 'seconds': 0.25}, 'piece': {'cases': 9000, 'seconds': 0.2}}
+    """
+    out = {"generated": {"cases": 0, "seconds": 0.0}, "piece": {"cases": 0, "seconds": 0.0}}
+    for c in cells:
+        kind = "generated" if c.get("check") in GENERATED else c.get("check")
+        if kind in out:
+            out[kind]["cases"] += int(c.get("cases") or 0)
+            out[kind]["seconds"] = round(out[kind]["seconds"] + float(c.get("seconds") or 0.0), 6)
+    return out
 
 
 def throughput_line(t: dict | None, path: Path) -> str:
     if t is None:
         return f"conformance throughput: no {path} (run `make conformance` first)"
     per_worker = ", ".join(f"{k} {v['cases_per_s']:.0f}/s" for k, v in t["workers"].items())
+    kinds = "; ".join(f"{name} {k['cases']} cases in {k['seconds']:.0f} worker-s = "
+                      f"{k['cases'] / k['seconds']:.0f} cases/s per worker"
+                      for name, k in (("generated encode and decode", t["by_kind"]["generated"]),
+                                      ("pieces", t["by_kind"]["piece"])) if k["seconds"] > 0)
     return (f"conformance (from {t['report']}, {t['age_s'] / 60:.0f} min old): {t['cases']} cases, "
             f"{t['wall_s']:.0f} s wall on {t['n_workers']} workers = {t['cases_per_s_per_worker']:.0f} "
-            f"cases/s per worker of wall time ({per_worker} of test time); {t['divergences']} divergences")
+            f"cases/s per worker of wall time ({per_worker} of test time); {t['divergences']} divergences"
+            + (f"\n  by the cells' own time: {kinds}" if kinds else ""))
 
 
 def machine() -> dict:
