@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
+from harness.tokenizer import Tokenizer
 from harness.tokenizer import unicode as U
 
-from .base import Variant, cp_name, encode_exact, texts, titled, with_specials
+from .base import Variant, cached, cp_name, encode_exact, texts, titled, with_specials
 
 __all__ = ["TextVariant", "CharVariant", "Chunked", "DigitsApart", "NFC_INPUT", "NFKC_INPUT", "CRLF_FOLDED",
            "CURLY_APOSTROPHE", "NATIVE_DIGITS", "CHAR_AS_SPACE", "CHAR_DROPPED", "CHUNKED", "DIGITS_APART",
@@ -179,22 +180,24 @@ class MetaspaceVariant(TextVariant):
         return tok.vocab.vocab_type == "spm" and bool(tok.vocab.add_space_prefix)
 
     def encode(self, tok, text, add, parse):
+        """Each fragment gets its space as Metaspace decides, then llama.cpp's SPM encoding with
+        add_space_prefix off (so it adds none of its own)."""
         raw = text.encode("utf-8", "surrogateescape") if isinstance(text, str) else bytes(text)
-        v = tok.vocab
-        out = [tok._special_id("bos", "BOS")] if add and v.add_bos else []
-        for k, f in enumerate(tok.partition(raw, parse) if raw else []):
-            if isinstance(f, int):
-                out.append(f)
-                continue
-            if f[:1] != b" " and (self.scheme == "always" or k == 0):
-                f = b" " + f
-            out += tok.session().tokenize(f.replace(b" ", "\u2581".encode()))
-        if add and v.add_eos:
-            out.append(tok._special_id("eos", "EOS"))
-        return tuple(out)
+        frags = [b" " + f if isinstance(f, bytes) and f[:1] != b" " and (self.scheme == "always" or k == 0) else f
+                 for k, f in enumerate(tok.partition(raw, parse) if raw else [])]
+        return tuple(_no_space_prefix(tok)._encode_spm(frags, add))
 
     def title(self, cases) -> str:
         return titled(self.headline, self.rule)
+
+
+def _no_space_prefix(tok):
+    """``tok`` with add_space_prefix off, sharing its SPM session (which never adds the space)."""
+    def build():
+        t = Tokenizer(replace(tok.vocab, add_space_prefix=False))
+        t._session = tok.session()
+        return t
+    return cached(tok, ("no space prefix",), build)
 
 
 _SPM_PREFIX = (f"SPM prepends one space to the first fragment and to each fragment after a special token, "
